@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+#include "ring.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "futex.h"
+
+#define PAGE 4096u
+
+static uint32_t align_up(uint32_t v, uint32_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int vgpu_layout(struct vgpu_welcome *w, uint32_t sq_entries, uint32_t cq_entries,
+		uint32_t payload_size, uint32_t staging_chunk,
+		uint32_t staging_chunks, uint32_t device_count)
+{
+	uint64_t off = PAGE;	/* struct vgpu_shared lives in page 0 */
+
+	if (!pow2(sq_entries) || sq_entries > VGPU_MAX_SQ_ENTRIES ||
+	    !pow2(cq_entries) || cq_entries > VGPU_MAX_CQ_ENTRIES ||
+	    !pow2(payload_size) || !staging_chunks ||
+	    staging_chunks > VGPU_MAX_STAGING_CHUNKS ||
+	    staging_chunk % PAGE || device_count > VGPU_MAX_DEVICES)
+		return -EINVAL;
+	w->sq_entries = sq_entries;
+	w->cq_entries = cq_entries;
+	w->sq_off = off;
+	off = align_up(off + sq_entries * sizeof(struct vgpu_sqe), PAGE);
+	w->cq_off = off;
+	off = align_up(off + cq_entries * sizeof(struct vgpu_cqe), PAGE);
+	w->devinfo_off = off;
+	w->device_count = device_count;
+	off = align_up(off + device_count * sizeof(struct vgpu_device_info), PAGE);
+	w->payload_off = off;
+	w->payload_size = payload_size;
+	off += payload_size;
+	w->reply_off = off;
+	w->reply_slot_size = 64u << 10;
+	off += (uint64_t)sq_entries * w->reply_slot_size;
+	/* Staging is DMA'd by the GPU: start it on a 2 MiB boundary. */
+	off = (off + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+	w->staging_off = off;
+	w->staging_chunk = staging_chunk;
+	w->staging_chunks = staging_chunks;
+	off += (uint64_t)staging_chunk * staging_chunks;
+	if (off > UINT32_MAX)
+		return -E2BIG;
+	w->region_size = off;
+	return 0;
+}
+
+static bool inside(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
+		     const struct vgpu_welcome *w)
+{
+	uint8_t *b = base;
+
+	if (!pow2(w->sq_entries) || !pow2(w->cq_entries) ||
+	    !pow2(w->payload_size) || w->device_count > VGPU_MAX_DEVICES ||
+	    w->staging_chunks > VGPU_MAX_STAGING_CHUNKS || w->region_size != size ||
+	    !inside(0, sizeof(struct vgpu_shared), size) ||
+	    !inside(w->sq_off, (uint64_t)w->sq_entries * sizeof(struct vgpu_sqe), size) ||
+	    !inside(w->cq_off, (uint64_t)w->cq_entries * sizeof(struct vgpu_cqe), size) ||
+	    !inside(w->devinfo_off, (uint64_t)w->device_count * sizeof(struct vgpu_device_info), size) ||
+	    !inside(w->payload_off, w->payload_size, size) ||
+	    !inside(w->reply_off, (uint64_t)w->sq_entries * w->reply_slot_size, size) ||
+	    !inside(w->staging_off, (uint64_t)w->staging_chunk * w->staging_chunks, size))
+		return -EPROTO;
+	memset(r, 0, sizeof(*r));
+	r->sh = base;
+	r->sq = (struct vgpu_sqe *)(b + w->sq_off);
+	r->cq = (struct vgpu_cqe *)(b + w->cq_off);
+	r->devinfo = (struct vgpu_device_info *)(b + w->devinfo_off);
+	r->payload = b + w->payload_off;
+	r->reply = b + w->reply_off;
+	r->staging = b + w->staging_off;
+	r->sq_entries = w->sq_entries;
+	r->cq_entries = w->cq_entries;
+	r->payload_size = w->payload_size;
+	r->reply_slot_size = w->reply_slot_size;
+	r->staging_chunk = w->staging_chunk;
+	r->staging_chunks = w->staging_chunks;
+	r->device_count = w->device_count;
+	r->region_size = size;
+	r->bell = -1;
+	return 0;
+}
+
+void vgpu_bell_ring(int fd)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already non-zero: the bell is ringing. */
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return;
+}
+
+int vgpu_bell_wait(int bell, int sock, int timeout_ms)
+{
+	struct pollfd p[2] = {
+		{ .fd = bell, .events = POLLIN },
+		{ .fd = sock, .events = POLLIN | POLLRDHUP },
+	};
+	uint64_t v;
+	int n;
+
+	n = poll(p, sock >= 0 ? 2 : 1, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 1 : -errno;
+	if (sock >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP)))
+		return -EPIPE;
+	if (p[0].revents & POLLIN) {
+		if (read(bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- client: SQ producer ------------------------------------------------ */
+
+struct vgpu_sqe *client_sq_next(struct vgpu_ring *r)
+{
+	uint32_t head = load_acquire(&r->sh->sq_head);	/* D, matches C */
+
+	if (r->sq_local - head >= r->sq_entries)
+		return NULL;
+	return &r->sq[r->sq_local & (r->sq_entries - 1)];
+}
+
+void client_sq_publish(struct vgpu_ring *r)
+{
+	store_release(&r->sh->sq_tail, ++r->sq_local);	/* A, matches B */
+	smp_mb();	/* tail before flag: pairs with the worker's sleep check */
+	if (read_once(&r->sh->sq_flags) & VGPU_SQ_NEED_WAKEUP)
+		vgpu_bell_ring(r->bell);
+}
+
+void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
+{
+	uint32_t size = r->payload_size, pos = r->payload_local;
+	uint32_t at = pos & (size - 1), skip = 0, head;
+
+	if (len > size / 2)
+		return NULL;
+	if (at + len > size)
+		skip = size - at;	/* never wrap a payload */
+	head = load_acquire(&r->sh->payload_head);
+	if (pos + skip + len - head > size)
+		return NULL;
+	pos += skip;
+	*off = pos & (size - 1);
+	r->payload_local = pos + len;
+	return r->payload + *off;
+}
+
+/* ---- client: CQ consumer ------------------------------------------------ */
+
+bool client_cq_empty(struct vgpu_ring *r)
+{
+	return load_acquire(&r->sh->cq_tail) == r->cq_local;
+}
+
+bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
+{
+	uint32_t tail = load_acquire(&r->sh->cq_tail);	/* B, matches A */
+
+	if (tail == r->cq_local)
+		return false;
+	*out = r->cq[r->cq_local & (r->cq_entries - 1)];
+	store_release(&r->sh->cq_head, ++r->cq_local);	/* C, matches D */
+	return true;
+}
+
+/* ---- worker: SQ consumer ------------------------------------------------ */
+
+bool worker_sq_empty(struct vgpu_ring *r)
+{
+	return load_acquire(&r->sh->sq_tail) == r->sq_local;
+}
+
+bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)
+{
+	uint32_t tail = load_acquire(&r->sh->sq_tail);	/* B, matches A */
+
+	/* A tail more than a ring ahead is a lie; treat it as empty. */
+	if (tail == r->sq_local || tail - r->sq_local > r->sq_entries)
+		return false;
+	memcpy(out, &r->sq[r->sq_local & (r->sq_entries - 1)], sizeof(*out));
+	store_release(&r->sh->sq_head, ++r->sq_local);	/* C, matches D */
+	return true;
+}
+
+static int payload_check(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
+			 uint32_t *next)
+{
+	uint32_t size = r->payload_size, pos = r->payload_local;
+	uint32_t at = pos & (size - 1), len = sqe->payload_len;
+
+	if (len > size / 2 || sqe->payload_off >= size)
+		return -EINVAL;
+	/* The client skips to 0 only when the payload would not fit here. */
+	if (sqe->payload_off != at) {
+		if (sqe->payload_off != 0 || at + len <= size)
+			return -EINVAL;
+		pos += size - at;
+	}
+	*next = pos + len;
+	return 0;
+}
+
+int worker_payload_take(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
+			void *dst, uint32_t cap)
+{
+	uint32_t next;
+
+	if (!sqe->payload_len)
+		return 0;
+	if (payload_check(r, sqe, &next) || sqe->payload_len > cap)
+		return -EINVAL;
+	memcpy(dst, r->payload + sqe->payload_off, sqe->payload_len);
+	r->payload_local = next;
+	store_release(&r->sh->payload_head, next);
+	return sqe->payload_len;
+}
+
+int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe)
+{
+	uint32_t next;
+
+	if (!sqe->payload_len)
+		return 0;
+	if (payload_check(r, sqe, &next))
+		return -EINVAL;
+	r->payload_local = next;
+	store_release(&r->sh->payload_head, next);
+	return 0;
+}
+
+/* ---- worker: CQ producer ------------------------------------------------ */
+
+bool worker_cq_push(struct vgpu_ring *r, const struct vgpu_cqe *cqe)
+{
+	uint32_t head = load_acquire(&r->sh->cq_head);	/* D, matches C */
+
+	if (r->cq_local - head >= r->cq_entries)
+		return false;
+	r->cq[r->cq_local & (r->cq_entries - 1)] = *cqe;
+	store_release(&r->sh->cq_tail, ++r->cq_local);	/* A, matches B */
+	return true;
+}
+
+void worker_cq_notify(struct vgpu_ring *r)
+{
+	smp_mb();	/* tail before flag: pairs with the client's sleep check */
+	if (read_once(&r->sh->cq_flags) & VGPU_CQ_NEED_WAKEUP)
+		vgpu_futex_wake(&r->sh->cq_tail);
+}

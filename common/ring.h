@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Both ends of a session's shared region: the SQ/CQ rings, the payload
+ * ring, reply slots and staging chunks, whatever carrier mapped them.
+ * Producer/consumer roles follow include/vgpu/proto.h; every function here
+ * is called by exactly one side, named in its prefix (client_/worker_).
+ */
+#ifndef VGPU_RING_H
+#define VGPU_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vgpu/proto.h"
+
+struct vgpu_ring {
+	struct vgpu_shared *sh;
+	struct vgpu_sqe *sq;
+	struct vgpu_cqe *cq;
+	uint8_t *payload;
+	uint8_t *reply;
+	uint8_t *staging;
+	struct vgpu_device_info *devinfo;
+	uint32_t sq_entries, cq_entries;
+	uint32_t payload_size;
+	uint32_t reply_slot_size;
+	uint32_t staging_chunk, staging_chunks;
+	uint32_t device_count;
+	size_t region_size;
+	int bell;		/* the worker's doorbell (eventfd) */
+	/* private to the side that owns the ring end */
+	uint32_t sq_local;	/* client: next tail; worker: next head */
+	uint32_t cq_local;	/* worker: next tail; client: next head */
+	uint32_t payload_local;	/* client: next tail; worker: expected head */
+};
+
+/* Region layout for the given sizes; fills the offset fields of *w. */
+int vgpu_layout(struct vgpu_welcome *w, uint32_t sq_entries, uint32_t cq_entries,
+		uint32_t payload_size, uint32_t staging_chunk,
+		uint32_t staging_chunks, uint32_t device_count);
+/* Points *r into a mapped region after checking every offset of *w. */
+int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
+		     const struct vgpu_welcome *w);
+
+/* The worker's doorbell: an eventfd write, and a wait on it or a hang-up. */
+void vgpu_bell_ring(int fd);
+/* Returns 1 woken, 0 timed out, -EPIPE if @sock hung up. */
+int vgpu_bell_wait(int bell, int sock, int timeout_ms);
+
+/* client: SQ producer */
+struct vgpu_sqe *client_sq_next(struct vgpu_ring *r);	/* NULL when full */
+void client_sq_publish(struct vgpu_ring *r);
+/* Payload space in SQ order; NULL when the ring is full for now. */
+void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off);
+/* client: CQ consumer */
+bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out);
+bool client_cq_empty(struct vgpu_ring *r);
+
+/* worker: SQ consumer. Copies the entry out before anyone looks at it. */
+bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out);
+bool worker_sq_empty(struct vgpu_ring *r);
+/* Copies and releases the payload of @sqe into @dst (len <= @cap).
+ * Returns the length, or -EINVAL when the entry lies about it. */
+int worker_payload_take(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
+			void *dst, uint32_t cap);
+/* Releases a payload without reading it (entry rejected for other reasons). */
+int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe);
+/* worker: CQ producer; false when the CQ is full. Caller serialises. */
+bool worker_cq_push(struct vgpu_ring *r, const struct vgpu_cqe *cqe);
+void worker_cq_notify(struct vgpu_ring *r);
+
+static inline uint8_t *vgpu_reply_slot(struct vgpu_ring *r, uint32_t tag)
+{
+	return r->reply + (size_t)(tag - 1) * r->reply_slot_size;
+}
+
+static inline uint8_t *vgpu_staging_chunk(struct vgpu_ring *r, uint32_t i)
+{
+	return r->staging + (size_t)i * r->staging_chunk;
+}
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A backend is a CUDA driver: the worker calls the same entry points with
+ * the same signatures whether they reach the real libcuda.so.1 (cuda) or
+ * the emulation in host memory (host). One list names them all; each
+ * backend fills every slot, so the worker never checks for NULL.
+ */
+#ifndef VGPU_BACKEND_H
+#define VGPU_BACKEND_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdint.h>
+
+#define VGPU_BACKEND_FUNCS(X) \
+	X(cuInit) \
+	X(cuGetErrorName) \
+	X(cuDriverGetVersion) \
+	X(cuDeviceGetCount) \
+	X(cuDeviceGet) \
+	X(cuDeviceGetName) \
+	X(cuDeviceGetUuid_v2) \
+	X(cuDeviceGetLuid) \
+	X(cuDeviceTotalMem_v2) \
+	X(cuDeviceGetAttribute) \
+	X(cuDevicePrimaryCtxRetain) \
+	X(cuDevicePrimaryCtxRelease_v2) \
+	X(cuDevicePrimaryCtxReset_v2) \
+	X(cuDevicePrimaryCtxSetFlags_v2) \
+	X(cuCtxCreate_v4) \
+	X(cuCtxDestroy_v2) \
+	X(cuCtxSetCurrent) \
+	X(cuCtxSynchronize) \
+	X(cuCtxSetLimit) \
+	X(cuCtxGetLimit) \
+	X(cuCtxSetCacheConfig) \
+	X(cuMemGetInfo_v2) \
+	X(cuMemAddressReserve) \
+	X(cuMemAddressFree) \
+	X(cuMemCreate) \
+	X(cuMemRelease) \
+	X(cuMemMap) \
+	X(cuMemUnmap) \
+	X(cuMemSetAccess) \
+	X(cuMemGetAllocationGranularity) \
+	X(cuMemHostRegister_v2) \
+	X(cuMemHostUnregister) \
+	X(cuMemcpyHtoDAsync_v2) \
+	X(cuMemcpyDtoHAsync_v2) \
+	X(cuMemcpyDtoDAsync_v2) \
+	X(cuMemcpy2DAsync_v2) \
+	X(cuMemsetD8Async) \
+	X(cuMemsetD16Async) \
+	X(cuMemsetD32Async) \
+	X(cuMemsetD2D8Async) \
+	X(cuMemsetD2D16Async) \
+	X(cuMemsetD2D32Async) \
+	X(cuStreamCreateWithPriority) \
+	X(cuStreamDestroy_v2) \
+	X(cuStreamSynchronize) \
+	X(cuStreamQuery) \
+	X(cuStreamWaitEvent) \
+	X(cuLaunchHostFunc) \
+	X(cuEventCreate) \
+	X(cuEventDestroy_v2) \
+	X(cuEventRecordWithFlags) \
+	X(cuEventSynchronize) \
+	X(cuEventQuery) \
+	X(cuEventElapsedTime_v2) \
+	X(cuModuleLoadData) \
+	X(cuModuleUnload) \
+	X(cuModuleGetFunction) \
+	X(cuModuleGetGlobal_v2) \
+	X(cuFuncGetParamInfo) \
+	X(cuFuncGetAttribute) \
+	X(cuFuncSetAttribute) \
+	X(cuFuncSetCacheConfig) \
+	X(cuLaunchKernelEx) \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+
+#define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
+
+struct vgpu_backend {
+	const char *name;
+	uint32_t kind;			/* VGPU_BACKEND_* from vgpu/proto.h */
+	VGPU_BACKEND_FUNCS(VGPU_BACKEND_SLOT)
+};
+
+/* Fill *b; returns 0 or -errno with a logged reason. */
+int vgpu_backend_cuda_open(struct vgpu_backend *b);
+int vgpu_backend_host_open(struct vgpu_backend *b);
+
+#endif

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/*
+ * From a copied-out ring entry to a handler: check the opcode and the
+ * shape of the entry, copy its payload out of shared memory, switch to its
+ * context, run the handler, and answer (synchronous calls) or remember the
+ * error for the next synchronous call (asynchronous ones).
+ */
+#include <string.h>
+
+#include "log.h"
+#include "worker.h"
+
+static const struct op_desc *ops[VGPU_OP_MAX];
+
+static void add(const struct op_desc *d)
+{
+	for (; d->fn; d++)
+		ops[d->opcode] = d;
+}
+
+void dispatch_init(void)
+{
+	add(exec_ctx_ops);
+	add(exec_memory_ops);
+	add(exec_stream_ops);
+	add(exec_module_ops);
+	add(exec_bulk_ops);
+}
+
+CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id)
+{
+	struct obj_entry *e;
+	CUresult rc;
+
+	if (ctx_id == w->cur_ctx)
+		return CUDA_SUCCESS;
+	e = obj_get(&w->ctxs, ctx_id);
+	if (!e)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	rc = w->B.cuCtxSetCurrent(e->obj);
+	if (!rc)
+		w->cur_ctx = ctx_id;
+	return rc;
+}
+
+CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err)
+{
+	struct obj_entry *e;
+
+	*err = CUDA_SUCCESS;
+	if (!sqe->stream)
+		return NULL;	/* the legacy default stream */
+	e = obj_get(&w->streams, sqe->stream);
+	if (!e) {
+		*err = CUDA_ERROR_INVALID_HANDLE;
+		return NULL;
+	}
+	return e->obj;
+}
+
+/* Errors that poison a context: CUDA keeps returning them. */
+static int sticky(CUresult rc)
+{
+	switch (rc) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ASSERT:
+	case CUDA_ERROR_ECC_UNCORRECTABLE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c)
+{
+	/* A synchronous call that itself succeeded reports the oldest deferred
+	 * error, as CUDA does; sticky ones are reported again and again. */
+	if (!c->result && w->deferred) {
+		c->result = w->deferred;
+		if (!sticky(w->deferred))
+			w->deferred = CUDA_SUCCESS;
+	}
+}
+
+static void answer(struct worker *w, const struct vgpu_sqe *sqe, struct vgpu_cqe *c)
+{
+	if (!sqe->tag) {
+		if (c->result && !w->deferred)
+			w->deferred = c->result;
+		if (c->result)
+			vlog_debug("async op %u failed: %d (reported at the next sync call)",
+				   sqe->opcode, c->result);
+		return;
+	}
+	worker_fold_deferred(w, c);
+	worker_post(w, c);
+}
+
+void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
+{
+	struct vgpu_cqe c = { .tag = sqe->tag };
+	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
+	struct op_call call = { .sqe = sqe, .cqe = &c };
+	int len;
+
+	if (sqe->tag > w->ring.sq_entries) {
+		/* No slot to answer in: drop it, but keep the payload ring in step. */
+		worker_payload_skip(&w->ring, sqe);
+		vlog_warn("entry with tag %u beyond %u slots dropped", sqe->tag,
+			  w->ring.sq_entries);
+		return;
+	}
+	len = worker_payload_take(&w->ring, sqe, w->pbuf, w->ring.payload_size / 2);
+	if (len < 0) {
+		vlog_warn("op %u: payload outside the payload ring", sqe->opcode);
+		c.result = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (!d) {
+		vlog_warn("unknown opcode %u", sqe->opcode);
+		c.result = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	if ((d->flags & OPF_SYNC_ONLY) && !sqe->tag) {
+		vlog_warn("%s sent without a tag; it has an answer", d->name);
+		c.result = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (d->flags & OPF_NEEDS_CTX) {
+		c.result = worker_use_ctx(w, sqe->ctx);
+		if (c.result)
+			goto out;
+	}
+	call.payload = w->pbuf;
+	call.len = len;
+	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
+	if (d->fn(w, &call) == OP_LATER)
+		return;
+	if (c.result)
+		vlog_debug("%s -> %d", d->name, c.result);
+out:
+	answer(w, sqe, &c);
+}

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+#include "vmem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct vmem_hole {
+	CUdeviceptr addr;
+	size_t size;
+};
+
+struct vmem_range {
+	CUdeviceptr addr;
+	size_t size;			/* mapped bytes */
+	CUmemGenericAllocationHandle h;
+	CUdevice dev;
+	size_t user;			/* large: bytes asked for */
+	uint32_t cls;			/* 0: large; else small block size */
+	uint32_t nblocks, used;
+	uint64_t *bits;			/* small: blocks in use */
+	uint32_t *req;			/* small: bytes asked for, per block */
+};
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+CUresult vmem_init(struct vmem *m, const struct vgpu_backend *B, size_t size,
+		   CUdeviceptr hint)
+{
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
+	};
+	CUresult rc;
+
+	memset(m, 0, sizeof(*m));
+	m->B = B;
+	rc = B->cuMemGetAllocationGranularity(&m->gran, &prop,
+					      CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	if (rc)
+		return rc;
+	size = round_up(size, m->gran);
+	rc = B->cuMemAddressReserve(&m->base, size, m->gran, hint, 0);
+	if (rc)
+		return rc;
+	if (hint && m->base != hint) {
+		vlog_err("vmem: asked for the window at %#llx, driver gave %#llx",
+			 (unsigned long long)hint, (unsigned long long)m->base);
+		B->cuMemAddressFree(m->base, size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->size = size;
+	m->holes = malloc(sizeof(*m->holes) * 16);
+	if (!m->holes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->hcap = 16;
+	m->holes[0] = (struct vmem_hole){ m->base, size };
+	m->nholes = 1;
+	return CUDA_SUCCESS;
+}
+
+/* ---- free address space ------------------------------------------------- */
+
+static int hole_take(struct vmem *m, size_t size, CUdeviceptr *out)
+{
+	for (size_t i = 0; i < m->nholes; i++) {
+		struct vmem_hole *h = &m->holes[i];
+
+		if (h->size < size)
+			continue;
+		*out = h->addr;
+		h->addr += size;
+		h->size -= size;
+		if (!h->size) {
+			memmove(h, h + 1, (m->nholes - i - 1) * sizeof(*h));
+			m->nholes--;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static void hole_give(struct vmem *m, CUdeviceptr addr, size_t size)
+{
+	size_t i = 0;
+
+	while (i < m->nholes && m->holes[i].addr < addr)
+		i++;
+	if (i > 0 && m->holes[i - 1].addr + m->holes[i - 1].size == addr) {
+		m->holes[i - 1].size += size;
+		if (i < m->nholes && addr + size == m->holes[i].addr) {
+			m->holes[i - 1].size += m->holes[i].size;
+			memmove(&m->holes[i], &m->holes[i + 1],
+				(m->nholes - i - 1) * sizeof(*m->holes));
+			m->nholes--;
+		}
+		return;
+	}
+	if (i < m->nholes && addr + size == m->holes[i].addr) {
+		m->holes[i].addr = addr;
+		m->holes[i].size += size;
+		return;
+	}
+	if (m->nholes == m->hcap) {
+		struct vmem_hole *n = realloc(m->holes, 2 * m->hcap * sizeof(*n));
+
+		if (!n) {
+			vlog_err("vmem: out of memory tracking free space; %zu bytes of VA lost",
+				 size);
+			return;
+		}
+		m->holes = n;
+		m->hcap *= 2;
+	}
+	memmove(&m->holes[i + 1], &m->holes[i], (m->nholes - i) * sizeof(*m->holes));
+	m->holes[i] = (struct vmem_hole){ addr, size };
+	m->nholes++;
+}
+
+/* ---- mapped ranges ------------------------------------------------------ */
+
+/* Index of the range holding p, or -1. */
+static long range_find(struct vmem *m, CUdeviceptr p)
+{
+	size_t lo = 0, hi = m->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct vmem_range *r = &m->r[mid];
+
+		if (p < r->addr)
+			hi = mid;
+		else if (p >= r->addr + r->size)
+			lo = mid + 1;
+		else
+			return (long)mid;
+	}
+	return -1;
+}
+
+static struct vmem_range *range_add(struct vmem *m, const struct vmem_range *nr)
+{
+	size_t i = 0;
+
+	if (m->nr == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		struct vmem_range *n = realloc(m->r, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		m->r = n;
+		m->cap = cap;
+	}
+	while (i < m->nr && m->r[i].addr < nr->addr)
+		i++;
+	memmove(&m->r[i + 1], &m->r[i], (m->nr - i) * sizeof(*m->r));
+	m->r[i] = *nr;
+	m->nr++;
+	return &m->r[i];
+}
+
+static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, struct vmem_range *out)
+{
+	const struct vgpu_backend *B = m->B;
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+	};
+	CUmemAccessDesc access = {
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	CUresult rc;
+
+	memset(out, 0, sizeof(*out));
+	if (hole_take(m, size, &out->addr))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = B->cuMemCreate(&out->h, size, &prop, 0);
+	if (rc)
+		goto give_va;
+	rc = B->cuMemMap(out->addr, size, 0, out->h, 0);
+	if (rc)
+		goto release;
+	rc = B->cuMemSetAccess(out->addr, size, &access, 1);
+	if (rc)
+		goto unmap;
+	out->size = size;
+	out->dev = dev;
+	m->mapped += size;
+	return CUDA_SUCCESS;
+unmap:
+	B->cuMemUnmap(out->addr, size);
+release:
+	B->cuMemRelease(out->h);
+give_va:
+	hole_give(m, out->addr, size);
+	return rc;
+}
+
+static void unmap_range(struct vmem *m, size_t i)
+{
+	struct vmem_range r = m->r[i];
+
+	m->B->cuMemUnmap(r.addr, r.size);
+	m->B->cuMemRelease(r.h);
+	hole_give(m, r.addr, r.size);
+	m->mapped -= r.size;
+	free(r.bits);
+	free(r.req);
+	memmove(&m->r[i], &m->r[i + 1], (m->nr - i - 1) * sizeof(*m->r));
+	m->nr--;
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+static uint32_t size_class(size_t bytes)
+{
+	uint32_t c = VMEM_MIN_ALIGN;
+
+	while (c < bytes)
+		c <<= 1;
+	return c;
+}
+
+static CUresult small_chunk(struct vmem *m, CUdevice dev, uint32_t cls,
+			    struct vmem_range **out)
+{
+	struct vmem_range nr, *r;
+	CUresult rc;
+
+	for (size_t i = 0; i < m->nr; i++) {
+		r = &m->r[i];
+		if (r->cls == cls && r->dev == dev && r->used < r->nblocks) {
+			*out = r;
+			return CUDA_SUCCESS;
+		}
+	}
+	rc = map_new(m, dev, m->gran, &nr);
+	if (rc)
+		return rc;
+	nr.cls = cls;
+	nr.nblocks = m->gran / cls;
+	nr.bits = calloc((nr.nblocks + 63) / 64, sizeof(uint64_t));
+	nr.req = calloc(nr.nblocks, sizeof(uint32_t));
+	r = nr.bits && nr.req ? range_add(m, &nr) : NULL;
+	if (!r) {
+		free(nr.bits);
+		free(nr.req);
+		m->B->cuMemUnmap(nr.addr, nr.size);
+		m->B->cuMemRelease(nr.h);
+		hole_give(m, nr.addr, nr.size);
+		m->mapped -= nr.size;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = r;
+	return CUDA_SUCCESS;
+}
+
+CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out)
+{
+	struct vmem_range nr, *r;
+	CUresult rc;
+
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes <= VMEM_SMALL_MAX) {
+		uint32_t cls = size_class(bytes);
+
+		rc = small_chunk(m, dev, cls, &r);
+		if (rc)
+			return rc;
+		for (uint32_t b = 0; b < r->nblocks; b++) {
+			if (r->bits[b / 64] & (1ull << (b % 64)))
+				continue;
+			r->bits[b / 64] |= 1ull << (b % 64);
+			r->req[b] = bytes;
+			r->used++;
+			m->in_use += bytes;
+			*out = r->addr + (CUdeviceptr)b * cls;
+			return CUDA_SUCCESS;
+		}
+		return CUDA_ERROR_UNKNOWN;	/* small_chunk promised room */
+	}
+	rc = map_new(m, dev, round_up(bytes, m->gran), &nr);
+	if (rc)
+		return rc;
+	nr.user = bytes;
+	if (!range_add(m, &nr)) {
+		m->B->cuMemUnmap(nr.addr, nr.size);
+		m->B->cuMemRelease(nr.h);
+		hole_give(m, nr.addr, nr.size);
+		m->mapped -= nr.size;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->in_use += bytes;
+	*out = nr.addr;
+	return CUDA_SUCCESS;
+}
+
+static int empty_chunks(struct vmem *m, uint32_t cls)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < m->nr; i++)
+		n += m->r[i].cls == cls && !m->r[i].used;
+	return n;
+}
+
+CUresult vmem_free(struct vmem *m, CUdeviceptr p)
+{
+	long i = range_find(m, p);
+	struct vmem_range *r;
+	uint32_t b;
+
+	if (i < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = &m->r[i];
+	if (!r->cls) {
+		if (p != r->addr)
+			return CUDA_ERROR_INVALID_VALUE;
+		m->in_use -= r->user;
+		unmap_range(m, i);
+		return CUDA_SUCCESS;
+	}
+	if ((p - r->addr) % r->cls)
+		return CUDA_ERROR_INVALID_VALUE;
+	b = (p - r->addr) / r->cls;
+	if (!(r->bits[b / 64] & (1ull << (b % 64))))
+		return CUDA_ERROR_INVALID_VALUE;
+	r->bits[b / 64] &= ~(1ull << (b % 64));
+	m->in_use -= r->req[b];
+	r->req[b] = 0;
+	/* Keep one empty chunk per class so alloc/free loops stay cheap. */
+	if (!--r->used && empty_chunks(m, r->cls) > 1)
+		unmap_range(m, i);
+	return CUDA_SUCCESS;
+}
+
+CUresult vmem_range_of(struct vmem *m, CUdeviceptr p, CUdeviceptr *base, size_t *size)
+{
+	long i = range_find(m, p);
+	struct vmem_range *r;
+	uint32_t b;
+
+	if (i < 0)
+		return CUDA_ERROR_NOT_FOUND;
+	r = &m->r[i];
+	if (!r->cls) {
+		if (p >= r->addr + r->user)
+			return CUDA_ERROR_NOT_FOUND;
+		*base = r->addr;
+		*size = r->user;
+		return CUDA_SUCCESS;
+	}
+	b = (p - r->addr) / r->cls;
+	if (!(r->bits[b / 64] & (1ull << (b % 64))) ||
+	    p >= r->addr + (CUdeviceptr)b * r->cls + r->req[b])
+		return CUDA_ERROR_NOT_FOUND;
+	*base = r->addr + (CUdeviceptr)b * r->cls;
+	*size = r->req[b];
+	return CUDA_SUCCESS;
+}
+
+int vmem_contains(struct vmem *m, CUdeviceptr p, size_t len)
+{
+	CUdeviceptr base;
+	size_t size;
+
+	if (vmem_range_of(m, p, &base, &size))
+		return 0;
+	return len <= size - (p - base);
+}
+
+void vmem_destroy(struct vmem *m)
+{
+	while (m->nr)
+		unmap_range(m, m->nr - 1);
+	if (m->size)
+		m->B->cuMemAddressFree(m->base, m->size);
+	free(m->r);
+	free(m->holes);
+	memset(m, 0, sizeof(*m));
+}

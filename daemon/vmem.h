@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device memory of one session, allocated with the CUDA virtual memory API
+ * inside a window reserved for the session's life, so every allocation
+ * has an address a restore can ask for again. Large allocations map their
+ * own physical memory; small ones are carved from 2 MiB chunks by size
+ * class, which also makes cuMemAlloc/cuMemFree cheap.
+ */
+#ifndef VGPU_VMEM_H
+#define VGPU_VMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define VMEM_SMALL_MAX	(1u << 20)	/* larger requests map their own memory */
+#define VMEM_MIN_ALIGN	256u		/* what cuMemAlloc promises */
+
+struct vmem_range;
+struct vmem_hole;
+
+struct vmem {
+	const struct vgpu_backend *B;
+	CUdeviceptr base;
+	size_t size;
+	size_t gran;			/* physical granularity (2 MiB) */
+	size_t in_use;			/* bytes handed to the client */
+	size_t mapped;			/* bytes of physical memory mapped */
+	struct vmem_range *r;		/* mapped ranges, sorted by address */
+	size_t nr, cap;
+	struct vmem_hole *holes;	/* free VA, sorted by address */
+	size_t nholes, hcap;
+};
+
+/* Reserves [hint, hint + size) (hint 0: anywhere). */
+CUresult vmem_init(struct vmem *m, const struct vgpu_backend *B, size_t size,
+		   CUdeviceptr hint);
+void vmem_destroy(struct vmem *m);
+CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out);
+CUresult vmem_free(struct vmem *m, CUdeviceptr p);
+/* The allocation holding p: base and size as cuMemGetAddressRange says. */
+CUresult vmem_range_of(struct vmem *m, CUdeviceptr p, CUdeviceptr *base, size_t *size);
+/* True when [p, p + len) lies inside one live allocation. */
+int vmem_contains(struct vmem *m, CUdeviceptr p, size_t len);
+
+#endif

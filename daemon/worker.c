@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A worker's life: start the backend and its contexts ahead of any client
+ * (worker_prepare), then take one session (worker_serve): build the shared
+ * region, welcome the client, and execute its ring until it goes away.
+ * The process then exits, and the driver returns every GPU resource.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "fdpass.h"
+#include "log.h"
+
+/* Where the per-session windows go: far from where Linux puts mappings. */
+#define DEV_WINDOW_HINT		0x200000000000ull
+#define HOST_POOL_HINT		0x300000000000ull
+#define SPIN_NS			50000	/* busy-poll this long before sleeping */
+
+static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info *d)
+{
+	const struct vgpu_backend *B = &w->B;
+	CUdevice dev = w->devices[i];
+	CUuuid uuid;
+	size_t total;
+	CUresult rc;
+
+	memset(d, 0, sizeof(*d));
+	rc = B->cuDeviceGetName(d->name, sizeof(d->name), dev);
+	if (!rc)
+		rc = B->cuDeviceGetUuid_v2(&uuid, dev);
+	if (!rc)
+		rc = B->cuDeviceTotalMem_v2(&total, dev);
+	if (rc)
+		return rc;
+	memcpy(d->uuid, uuid.bytes, sizeof(d->uuid));
+	d->total_mem = total;
+	for (int a = 1; a < VGPU_DEV_ATTRS; a++) {
+		int v = 0;
+
+		/* Attributes this driver does not know stay 0, as CUDA's own
+		 * cudaGetDeviceProperties treats them. */
+		if (B->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, dev) == CUDA_SUCCESS)
+			d->attr[a] = v;
+	}
+	if (B->cuDeviceGetLuid((char *)d->luid, &d->luid_mask, dev) != CUDA_SUCCESS)
+		d->luid_mask = 0;
+	return CUDA_SUCCESS;
+}
+
+int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)
+{
+	CUresult rc;
+	int n, ret;
+
+	memset(w, 0, sizeof(*w));
+	w->cfg = *cfg;
+	w->sock = w->region_fd = w->bell_fd = -1;
+	ret = strcmp(backend, "host") ? vgpu_backend_cuda_open(&w->B)
+				      : vgpu_backend_host_open(&w->B);
+	if (ret)
+		return ret;
+	rc = w->B.cuInit(0);
+	if (!rc)
+		rc = w->B.cuDeviceGetCount(&n);
+	if (rc || n < 1) {
+		vlog_err("worker: %s backend has no usable device (CUresult %d)", w->B.name, rc);
+		return -ENODEV;
+	}
+	if (n > (int)VGPU_MAX_DEVICES)
+		n = VGPU_MAX_DEVICES;
+	w->device_count = n;
+	for (int i = 0; i < n; i++) {
+		rc = w->B.cuDeviceGet(&w->devices[i], i);
+		if (!rc)
+			rc = w->B.cuDevicePrimaryCtxRetain(&w->primary[i], w->devices[i]);
+		if (rc) {
+			vlog_err("worker: device %d: cannot retain its context (CUresult %d)", i, rc);
+			return -EIO;
+		}
+	}
+	rc = w->B.cuCtxSetCurrent(w->primary[0]);
+	if (rc)
+		return -EIO;
+	obj_table_init(&w->ctxs, "context");
+	obj_table_init(&w->streams, "stream");
+	obj_table_init(&w->events, "event");
+	obj_table_init(&w->modules, "module");
+	obj_table_init(&w->funcs, "function");
+	pthread_mutex_init(&w->cq_lock, NULL);
+	pthread_mutex_init(&w->cb_lock, NULL);
+	dispatch_init();
+	return 0;
+}
+
+static void refuse(int sock, int err, const char *why)
+{
+	struct vgpu_welcome wl = {
+		.magic = VGPU_PROTO_MAGIC, .version = VGPU_PROTO_VERSION, .status = -err,
+	};
+
+	snprintf(wl.message, sizeof(wl.message), "%s", why);
+	vgpu_send_fds(sock, &wl, sizeof(wl), NULL, 0);
+	vlog_warn("session refused: %s", why);
+}
+
+static int check_hello(const struct vgpu_hello *h, const char **why)
+{
+	*why = "bad hello";
+	if (h->magic != VGPU_PROTO_MAGIC)
+		return -EPROTO;
+	*why = "protocol version mismatch: update the runtime or the daemon";
+	if (h->version != VGPU_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	*why = "unknown flags or reserved fields set in hello";
+	if (h->flags || h->reserved)
+		return -EINVAL;
+	*why = "ring sizes must be powers of two within the daemon's limits";
+	if ((h->sq_entries && (h->sq_entries & (h->sq_entries - 1))) ||
+	    h->sq_entries > VGPU_MAX_SQ_ENTRIES)
+		return -EINVAL;
+	return 0;
+}
+
+static int build_region(struct worker *w, const struct vgpu_hello *h, struct vgpu_welcome *wl)
+{
+	uint32_t sq = h->sq_entries ? h->sq_entries : w->cfg.sq_entries;
+	int ret;
+
+	ret = vgpu_layout(wl, sq, 2 * sq, w->cfg.payload_size, w->cfg.staging_chunk,
+			  w->cfg.staging_chunks, w->device_count);
+	if (ret)
+		return ret;
+	w->region_fd = memfd_create("vgpu-session", MFD_CLOEXEC);
+	if (w->region_fd < 0 || ftruncate(w->region_fd, wl->region_size) < 0)
+		return -errno;
+	w->region = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 w->region_fd, 0);
+	if (w->region == MAP_FAILED)
+		return -errno;
+	ret = vgpu_ring_attach(&w->ring, w->region, wl->region_size, wl);
+	if (ret)
+		return ret;
+	w->bell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->bell_fd < 0)
+		return -errno;
+	w->ring.bell = w->bell_fd;
+	w->pbuf = malloc(w->ring.payload_size / 2);
+	if (!w->pbuf)
+		return -ENOMEM;
+	for (int i = 0; i < w->device_count; i++)
+		if (snapshot_device(w, i, &w->ring.devinfo[i]))
+			return -EIO;
+	/* Staging chunks are DMA'd from and to: pin them once. */
+	if (w->B.cuMemHostRegister_v2(w->ring.staging,
+				      (size_t)w->ring.staging_chunk * w->ring.staging_chunks,
+				      CU_MEMHOSTREGISTER_PORTABLE))
+		vlog_warn("worker: staging not pinned; pageable copies will be slower");
+	return 0;
+}
+
+static int build_memory(struct worker *w, struct vgpu_welcome *wl)
+{
+	size_t win = w->cfg.dev_window_size;
+	CUresult rc;
+	int ret;
+
+	if (!win)
+		win = 2 * w->ring.devinfo[0].total_mem;
+	rc = vmem_init(&w->vmem, &w->B, win, DEV_WINDOW_HINT);
+	if (rc) {
+		vlog_err("worker: cannot reserve %zu bytes of device address space (CUresult %d)",
+			 win, rc);
+		return -ENOMEM;
+	}
+	ret = hostpool_init(&w->pool, &w->B, w->cfg.host_pool_size, HOST_POOL_HINT);
+	if (ret) {
+		vlog_err("worker: cannot map the host pool: %s", strerror(-ret));
+		return ret;
+	}
+	wl->dev_window_base = w->vmem.base;
+	wl->dev_window_size = w->vmem.size;
+	wl->host_pool_base = (uint64_t)(uintptr_t)w->pool.base;
+	wl->host_pool_size = w->pool.size;
+	return 0;
+}
+
+static int welcome(struct worker *w, const struct vgpu_hello *h)
+{
+	struct vgpu_welcome wl = { 0 };
+	int fds[3], ret;
+
+	wl.magic = VGPU_PROTO_MAGIC;
+	wl.version = VGPU_PROTO_VERSION;
+	wl.features = h->features & VGPU_FEAT_ALL;
+	wl.session_id = w->session_id;
+	wl.backend = w->B.kind;
+	if (w->B.cuDriverGetVersion((int *)&wl.driver_version))
+		wl.driver_version = 13000;
+	ret = build_region(w, h, &wl);
+	if (!ret)
+		ret = build_memory(w, &wl);
+	if (ret) {
+		refuse(w->sock, -ret, "the worker could not set up the session");
+		return ret;
+	}
+	fds[0] = w->region_fd;
+	fds[1] = w->bell_fd;
+	fds[2] = w->pool.fd;
+	ret = vgpu_send_fds(w->sock, &wl, sizeof(wl), fds, 3);
+	return ret < 0 ? ret : 0;
+}
+
+void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
+{
+	pthread_mutex_lock(&w->cq_lock);
+	/* The CQ has room for every tag twice over; a full CQ means the
+	 * client stopped reaping, so wait for it (or for its death). */
+	while (!worker_cq_push(&w->ring, cqe)) {
+		if (read_once(&w->dead))
+			break;
+		worker_cq_notify(&w->ring);
+		pthread_mutex_unlock(&w->cq_lock);
+		usleep(50);
+		pthread_mutex_lock(&w->cq_lock);
+	}
+	worker_cq_notify(&w->ring);
+	pthread_mutex_unlock(&w->cq_lock);
+}
+
+bool worker_wait_doorbell(struct worker *w, int timeout_ms)
+{
+	int ret = vgpu_bell_wait(w->bell_fd, w->sock, timeout_ms);
+
+	if (ret == -EPIPE) {
+		write_once(&w->dead, true);
+		return false;
+	}
+	return true;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Sleep until the client rings or goes away; false when it is gone. */
+static bool idle(struct worker *w)
+{
+	struct vgpu_shared *sh = w->ring.sh;
+	bool alive;
+
+	__atomic_or_fetch(&sh->sq_flags, VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+	smp_mb();	/* flag before re-check: pairs with client_sq_publish */
+	if (!worker_sq_empty(&w->ring)) {
+		__atomic_and_fetch(&sh->sq_flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+		return true;
+	}
+	alive = worker_wait_doorbell(w, -1);
+	__atomic_and_fetch(&sh->sq_flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+	return alive;
+}
+
+int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
+{
+	struct vgpu_hello h;
+	struct vgpu_sqe sqe;
+	const char *why;
+	uint64_t spin_start = 0;
+	ssize_t n;
+	int ret;
+
+	w->sock = client_sock;
+	w->session_id = session_id;
+	n = recv(client_sock, &h, sizeof(h), 0);
+	if (n != sizeof(h)) {
+		refuse(client_sock, EPROTO, "short hello");
+		return -EPROTO;
+	}
+	ret = check_hello(&h, &why);
+	if (ret) {
+		refuse(client_sock, -ret, why);
+		return ret;
+	}
+	h.comm[sizeof(h.comm) - 1] = 0;
+	ret = waiter_start(w);
+	if (!ret)
+		ret = welcome(w, &h);
+	if (ret)
+		return ret;
+	vlog_info("session %llu: serving pid %u (%s) on the %s backend",
+		  (unsigned long long)session_id, h.pid, h.comm, w->B.name);
+	while (!read_once(&w->dead)) {
+		if (worker_sq_pop(&w->ring, &sqe)) {
+			dispatch_entry(w, &sqe);
+			spin_start = 0;
+			continue;
+		}
+		if (!spin_start)
+			spin_start = now_ns();
+		if (now_ns() - spin_start < SPIN_NS) {
+			cpu_relax();
+			continue;
+		}
+		if (!idle(w))
+			break;
+		spin_start = 0;
+	}
+	write_once(&w->ring.sh->state, VGPU_STATE_DEAD);
+	vlog_info("session %llu: client gone", (unsigned long long)session_id);
+	return 0;
+}

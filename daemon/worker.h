@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker process serves one session: it owns that session's CUDA
+ * contexts and objects and executes its ring entries in order. Handlers for
+ * each group of opcodes live in exec_*.c and register in dispatch.c.
+ */
+#ifndef VGPU_WORKER_H
+#define VGPU_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "hostpool.h"
+#include "objects.h"
+#include "ring.h"
+#include "vmem.h"
+
+struct worker_config {
+	uint32_t sq_entries;
+	uint32_t payload_size;
+	uint32_t staging_chunk;
+	uint32_t staging_chunks;
+	uint64_t host_pool_size;
+	uint64_t dev_window_size;	/* 0: twice the device's memory */
+};
+
+struct worker {
+	struct vgpu_backend B;
+	struct worker_config cfg;
+	int sock;			/* the client's connection */
+	uint64_t session_id;
+	struct vgpu_ring ring;
+	void *region;
+	int region_fd, bell_fd;
+	uint8_t *pbuf;			/* payload copied out of shared memory */
+	int device_count;
+	CUdevice devices[VGPU_MAX_DEVICES];
+	CUcontext primary[VGPU_MAX_DEVICES];	/* retained at start-up */
+	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
+	struct obj_table ctxs, streams, events, modules, funcs;
+	uint32_t cur_ctx;		/* ctx id current on the main thread */
+	CUresult deferred;		/* first error of an asynchronous call */
+	pthread_mutex_t cq_lock;	/* the CQ has two producers */
+	struct vmem vmem;
+	struct hostpool pool;
+	bool dead;			/* the client went away */
+	pthread_mutex_t cb_lock;	/* host callbacks in flight */
+	uint32_t cb_posted;
+};
+
+/*
+ * What a handler does with its entry: answer now (the dispatcher posts
+ * c), or later (the handler took ownership of the reply, e.g. a wait that
+ * the waiter thread finishes).
+ */
+enum op_status { OP_DONE, OP_LATER };
+
+struct op_call {
+	const struct vgpu_sqe *sqe;
+	const void *payload;		/* private copy */
+	uint32_t len;
+	struct vgpu_cqe *cqe;		/* result, val[] and tag are filled in */
+	uint8_t *reply;			/* reply slot, or NULL for async calls */
+};
+
+typedef enum op_status (*op_handler)(struct worker *w, struct op_call *call);
+
+struct op_desc {
+	uint16_t opcode;
+	uint16_t flags;			/* OPF_* */
+	op_handler fn;
+	const char *name;
+};
+
+#define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
+#define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */
+
+#define OP(code, f, fn) { VGPU_OP_##code, (f), fn, #code }
+
+extern const struct op_desc exec_ctx_ops[];
+extern const struct op_desc exec_memory_ops[];
+extern const struct op_desc exec_stream_ops[];
+extern const struct op_desc exec_module_ops[];
+extern const struct op_desc exec_bulk_ops[];
+
+/* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
+ * (worker memory). Returns 0, or -EPIPE when the client went away. */
+int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
+
+/* worker.c */
+int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);
+int worker_serve(struct worker *w, int client_sock, uint64_t session_id);
+void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
+/* Sleeps on the doorbell; false when the client is gone. */
+bool worker_wait_doorbell(struct worker *w, int timeout_ms);
+
+/* dispatch.c */
+void dispatch_init(void);
+void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe);
+CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id);
+CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err);
+/* True when [p, p + len) is the client's own device or pool memory. */
+int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len);
+/* Puts the pending error of earlier asynchronous calls into a reply. */
+void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c);
+
+/* waiter.c: finish a reply once GPU work is done, off the main thread. */
+int waiter_start(struct worker *w);
+void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
+			const struct vgpu_cqe *cqe);
+void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);
+/* Replies once @stream's work so far is done (an event does the waiting). */
+enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s);
+
+#endif

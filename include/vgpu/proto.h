@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * vgpu wire protocol: what the runtime (client, inside the CUDA program) and
+ * the daemon's worker (server, owns the GPU context) exchange. The same
+ * entries travel over every carrier: a memfd (default), /dev/vgpu pages, TCP.
+ *
+ * Connection (memfd carrier)
+ *   1. The client connects to the daemon's Unix socket and sends a
+ *      struct vgpu_hello. The daemon checks the peer with SO_PEERCRED.
+ *   2. The daemon hands the connection to a worker, which answers with a
+ *      struct vgpu_welcome and, with SCM_RIGHTS, three descriptors: the
+ *      shared region (memfd), the worker's doorbell (eventfd, the client
+ *      writes it) and the pinned-host pool (memfd), which both sides map at
+ *      host_pool_base so pointers into it are the same in both processes.
+ *      On refusal the welcome carries a negative errno in .status, a
+ *      message, and no descriptors.
+ *   3. The shared region starts with struct vgpu_shared and holds, at the
+ *      offsets the welcome gives: the submission ring (SQ, vgpu_sqe), the
+ *      completion ring (CQ, vgpu_cqe), the payload ring, the reply slots, the
+ *      staging chunks and the device snapshot (struct vgpu_device_info[]).
+ *   4. The socket stays open for the session's life: either side closing it
+ *      ends the session. The worker exits and returns every GPU resource.
+ *
+ * Rings
+ *   SQ: single producer (the client, serialised by a client-side lock),
+ *   single consumer (the worker). CQ: single producer (the worker), single
+ *   consumer (whichever client thread holds the reap lock). Heads and tails
+ *   are free-running u32 counters; index = counter & (entries - 1).
+ *   Producer: write entry, then store-release tail.  (A, pairs with B)
+ *   Consumer: load-acquire tail (B), read entry, store-release head (C).
+ *   Producer reads head with load-acquire (D, pairs with C) before reuse.
+ *
+ * Doorbells (io_uring style)
+ *   A side about to sleep sets its NEED_WAKEUP/WAITS flag, issues a full
+ *   fence, re-checks the word it waits on, and only then sleeps. The other
+ *   side, after publishing, issues a full fence and wakes it only if the
+ *   flag is set, so a busy pair never makes a system call. The worker sleeps
+ *   on its eventfd (polled together with the socket, so a dead client is
+ *   seen at once); client threads sleep on the shared word itself as a
+ *   futex (cq_tail, a chunk's seq, ...), with a bounded timeout after which
+ *   they check that the worker is still there.
+ *
+ * Payloads
+ *   An SQE whose arguments do not fit in arg[] carries payload_off/len into
+ *   the payload ring. Payloads are allocated in SQ order; the worker copies
+ *   a payload out (never trusting it in place), then releases it by storing
+ *   payload_head past it. A payload never wraps: the client skips to offset
+ *   0 when the tail of the ring is too short.
+ *
+ * Replies
+ *   A synchronous call puts a non-zero tag in its SQE. The worker answers
+ *   with one CQE carrying the same tag, the CUresult and up to three u64
+ *   values. Larger answers go to reply slot (tag - 1) in the shared region
+ *   (reply_slot_size bytes each); cqe.val[2] then holds the byte count.
+ *   Asynchronous calls (tag 0) get no CQE: an error they cause is kept by
+ *   the worker and returned by the next synchronous call on the session,
+ *   as CUDA defers it; sticky errors keep being returned.
+ *
+ * Bulk transfers (staging chunks)
+ *   Copies of pageable memory and large module images stream through
+ *   staging chunks in pipelined fashion, so their size is not bounded by
+ *   any buffer. Each chunk has a control word (struct vgpu_chunk_ctl):
+ *   the side that fills a chunk stores the sequence number of the piece
+ *   with release semantics, the side that drains it stores ~seq when done.
+ *   One bulk transfer at a time per session (the client serialises).
+ *
+ * Host callbacks
+ *   The worker asks the client to run a host function by posting a CQE with
+ *   tag 0 and val[0] = the cookie the client gave in VGPU_OP_HOST_FUNC. The
+ *   client runs it on its callback thread, then increments cb_done and wakes
+ *   it as a futex; work behind the callback in its stream waits until then.
+ *
+ * Everything in the shared region is written by the other side too: the
+ * worker copies every entry and payload out of shared memory and validates
+ * it before use. A bad entry fails that call with an error, never the worker.
+ */
+#ifndef VGPU_PROTO_H
+#define VGPU_PROTO_H
+
+#include <stdint.h>
+
+#define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
+#define VGPU_PROTO_VERSION	1u
+
+/* Feature word negotiated at connect: the worker answers the subset it has. */
+#define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
+#define VGPU_FEAT_HOST_POOL	(1u << 1)	/* shared pinned-host pool */
+#define VGPU_FEAT_HOST_CALLBACK	(1u << 2)	/* host functions run in client */
+#define VGPU_FEAT_ALL		(VGPU_FEAT_STAGING | VGPU_FEAT_HOST_POOL | \
+				 VGPU_FEAT_HOST_CALLBACK)
+
+#define VGPU_DEFAULT_SOCKET	"/run/vgpu/vgpud.sock"
+
+/* Limits the daemon enforces on what a client may ask for. */
+#define VGPU_MAX_SQ_ENTRIES	4096u
+#define VGPU_MAX_CQ_ENTRIES	8192u
+#define VGPU_MAX_DEVICES	16u
+#define VGPU_MAX_KERNEL_PARAMS	1024u	/* cuFuncGetParamInfo entries */
+#define VGPU_MAX_PARAM_BYTES	32764u	/* CUDA 12.1+ kernel parameter limit */
+#define VGPU_MAX_NAME		1024u	/* symbol names, NUL included */
+
+struct vgpu_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t features;	/* what the client understands */
+	uint32_t pid;		/* informational; SO_PEERCRED is what counts */
+	uint32_t sq_entries;	/* 0: daemon default; else power of two */
+	uint32_t cq_entries;
+	uint32_t flags;		/* none defined yet: must be 0 */
+	uint32_t reserved;	/* must be 0 */
+	char comm[32];		/* program name, NUL-terminated */
+};
+
+struct vgpu_welcome {
+	uint32_t magic;
+	uint32_t version;
+	int32_t status;		/* 0, or -errno with a refusal */
+	uint32_t features;	/* accepted subset */
+	uint64_t session_id;
+	uint64_t region_size;	/* bytes of the memfd */
+	uint32_t sq_entries, cq_entries;
+	uint32_t sq_off, cq_off;	/* entry arrays */
+	uint32_t payload_off, payload_size;
+	uint32_t reply_off, reply_slot_size;	/* reply_slots = sq_entries */
+	uint32_t staging_off, staging_chunk;	/* chunk ctl words live in vgpu_shared */
+	uint32_t staging_chunks;
+	uint32_t devinfo_off;		/* struct vgpu_device_info[device_count] */
+	uint32_t device_count;
+	uint32_t driver_version;	/* what cuDriverGetVersion answers */
+	uint64_t dev_window_base;	/* device VA the client must keep free */
+	uint64_t dev_window_size;
+	uint64_t host_pool_base;	/* shared pinned pool, same address both sides */
+	uint64_t host_pool_size;
+	uint32_t backend;		/* VGPU_BACKEND_* */
+	uint32_t reserved;
+	char message[128];		/* why, when status < 0 */
+};
+
+#define VGPU_BACKEND_CUDA	1u
+#define VGPU_BACKEND_HOST	2u
+
+#define VGPU_MAX_STAGING_CHUNKS	16u
+
+/* One cache line per writer so the two sides never share a line. */
+struct vgpu_chunk_ctl {
+	uint32_t seq;		/* filler: piece number + 1; drainer: ~seq */
+	uint32_t len;		/* bytes valid in the chunk */
+};
+
+struct vgpu_shared {
+	/* written by the worker */
+	uint32_t sq_head;
+	uint32_t sq_flags;		/* VGPU_SQ_NEED_WAKEUP */
+	uint32_t cq_tail;
+	uint32_t state;			/* VGPU_STATE_* */
+	uint32_t payload_head;		/* free-running byte counter */
+	uint32_t pad0[11];
+	/* written by the client */
+	uint32_t sq_tail;
+	uint32_t cq_head;
+	uint32_t cq_flags;		/* VGPU_CQ_NEED_WAKEUP */
+	uint32_t payload_tail;
+	uint32_t cb_done;		/* host callbacks finished (futex word) */
+	uint32_t pad1[11];
+	/* written by whichever side fills/drains the chunk */
+	struct vgpu_chunk_ctl chunk[VGPU_MAX_STAGING_CHUNKS];
+	uint32_t staging_wait;		/* VGPU_STAGING_* waiter bits */
+	uint32_t pad2[15];
+};
+
+#define VGPU_SQ_NEED_WAKEUP	1u
+#define VGPU_CQ_NEED_WAKEUP	1u
+#define VGPU_STAGING_CLIENT_WAITS 1u
+#define VGPU_STAGING_WORKER_WAITS 2u
+
+#define VGPU_STATE_RUNNING	0u
+#define VGPU_STATE_DEAD		1u	/* worker is gone or going */
+
+struct vgpu_sqe {
+	uint16_t opcode;	/* VGPU_OP_* */
+	uint16_t flags;		/* VGPU_SQE_* */
+	uint32_t tag;		/* 0: asynchronous; else reply slot + 1 */
+	uint32_t ctx;		/* client context id (0: none needed) */
+	uint32_t stream;	/* client stream id (0: legacy default) */
+	uint32_t payload_off;	/* offset in the payload ring */
+	uint32_t payload_len;
+	uint64_t arg[5];
+};
+
+struct vgpu_cqe {
+	uint32_t tag;
+	int32_t result;		/* CUresult */
+	uint64_t val[3];
+};
+
+/* SQE flags */
+#define VGPU_SQE_PTDS		(1u << 0)	/* stream 0 means per-thread */
+
+/*
+ * Opcodes. Arguments are listed as arg[i]; "P:" is the payload layout,
+ * "R:" what comes back (cqe.val[], or the reply slot).
+ */
+enum vgpu_op {
+	VGPU_OP_NOP = 0,		/* R: nothing; round-trip probe */
+
+	/* contexts: ctx ids are issued by the client */
+	VGPU_OP_CTX_CREATE = 0x10,	/* arg0 new ctx id, arg1 device, arg2 flags */
+	VGPU_OP_CTX_DESTROY,		/* arg0 ctx id */
+	VGPU_OP_PRIMARY_RETAIN,		/* arg0 ctx id, arg1 device */
+	VGPU_OP_PRIMARY_RELEASE,	/* arg0 ctx id */
+	VGPU_OP_PRIMARY_RESET,		/* arg0 device */
+	VGPU_OP_PRIMARY_SET_FLAGS,	/* arg0 device, arg1 flags */
+	VGPU_OP_CTX_SYNCHRONIZE,	/* sqe.ctx */
+	VGPU_OP_CTX_SET_LIMIT,		/* arg0 CUlimit, arg1 value */
+	VGPU_OP_CTX_GET_LIMIT,		/* arg0 CUlimit; R: val0 */
+	VGPU_OP_CTX_SET_CACHE_CONFIG,	/* arg0 config */
+	VGPU_OP_CTX_SET_SHMEM_CONFIG,	/* arg0 config */
+	VGPU_OP_MEM_GET_INFO,		/* R: val0 free, val1 total */
+
+	/* memory */
+	VGPU_OP_MEM_ALLOC = 0x30,	/* arg0 bytes; R: val0 device address */
+	VGPU_OP_MEM_ALLOC_PITCH,	/* arg0 width, arg1 height, arg2 elem; R: val0 addr, val1 pitch */
+	VGPU_OP_MEM_FREE,		/* arg0 address (asynchronous) */
+	VGPU_OP_HOST_ALLOC,		/* arg0 bytes, arg1 CU_MEMHOSTALLOC_*; R: val0 pool address */
+	VGPU_OP_HOST_FREE,		/* arg0 pool address */
+	VGPU_OP_MEM_GET_RANGE,		/* arg0 address; R: val0 base, val1 size */
+	VGPU_OP_MEMSET,			/* arg0 dst, arg1 value, arg2 elem size (1/2/4), arg3 count,
+					 * arg4 pitch<<32 | height (0: 1-D) */
+	VGPU_OP_MEMCPY_HTOD,		/* arg0 dst, arg1 bytes; P: the data (small copies) */
+	VGPU_OP_MEMCPY_HTOD_POOL,	/* arg0 dst, arg1 pool src, arg2 bytes */
+	VGPU_OP_MEMCPY_DTOH_POOL,	/* arg0 pool dst, arg1 src, arg2 bytes */
+	VGPU_OP_MEMCPY_DTOH,		/* arg0 src, arg1 bytes; R: slot holds the data */
+	VGPU_OP_MEMCPY_DTOD,		/* arg0 dst, arg1 src, arg2 bytes */
+	VGPU_OP_MEMCPY_HTOD_STAGED,	/* arg0 dst, arg1 bytes; data follows in chunks */
+	VGPU_OP_MEMCPY_DTOH_STAGED,	/* arg0 src, arg1 bytes; data returns in chunks */
+	VGPU_OP_MEMCPY_2D,		/* P: struct vgpu_copy2d (device/pool ends only) */
+
+	/* streams and events: ids issued by the client */
+	VGPU_OP_STREAM_CREATE = 0x50,	/* arg0 stream id, arg1 flags, arg2 priority (s32) */
+	VGPU_OP_STREAM_DESTROY,		/* arg0 stream id */
+	VGPU_OP_STREAM_SYNCHRONIZE,	/* sqe.stream */
+	VGPU_OP_STREAM_QUERY,		/* sqe.stream */
+	VGPU_OP_STREAM_WAIT_EVENT,	/* sqe.stream, arg0 event id, arg1 flags */
+	VGPU_OP_HOST_FUNC,		/* sqe.stream, arg0 callback cookie */
+	VGPU_OP_EVENT_CREATE,		/* arg0 event id, arg1 flags */
+	VGPU_OP_EVENT_DESTROY,		/* arg0 event id */
+	VGPU_OP_EVENT_RECORD,		/* sqe.stream, arg0 event id, arg1 flags */
+	VGPU_OP_EVENT_SYNCHRONIZE,	/* arg0 event id */
+	VGPU_OP_EVENT_QUERY,		/* arg0 event id */
+	VGPU_OP_EVENT_ELAPSED,		/* arg0 start id, arg1 end id; R: val0 float bits */
+
+	/* modules and kernels */
+	VGPU_OP_MODULE_LOAD = 0x70,	/* arg0 module id, arg1 image bytes, arg2 kind
+					 * (VGPU_IMAGE_*), arg3 hash lo, arg4 hash hi;
+					 * the image follows in staging chunks */
+	VGPU_OP_MODULE_UNLOAD,		/* arg0 module id */
+	VGPU_OP_MODULE_GET_FUNCTION,	/* arg0 module id, arg1 new function id; P: name;
+					 * R: slot holds struct vgpu_func_info */
+	VGPU_OP_MODULE_GET_GLOBAL,	/* arg0 module id; P: name; R: val0 addr, val1 bytes */
+	VGPU_OP_FUNC_SET_ATTRIBUTE,	/* arg0 function id, arg1 attribute, arg2 value */
+	VGPU_OP_FUNC_SET_CACHE_CONFIG,	/* arg0 function id, arg1 config */
+	VGPU_OP_LAUNCH,			/* arg0 function id, arg1 grid xyz, arg2 block xyz,
+					 * arg3 shared bytes, arg4 flags; P: struct vgpu_launch */
+	VGPU_OP_OCCUPANCY,		/* arg0 function id, arg1 block size, arg2 dyn smem,
+					 * arg3 flags; R: val0 blocks per SM */
+
+	VGPU_OP_MAX
+};
+
+/* Three 21-bit dimensions packed in one u64 (CUDA limits fit: 2^31-1 for
+ * grid x does not, so grid x gets 31 bits and y, z 16 bits each). */
+#define VGPU_DIM_PACK(x, y, z) \
+	((uint64_t)(x) | ((uint64_t)(y) << 31) | ((uint64_t)(z) << 47))
+#define VGPU_DIM_X(v) ((uint32_t)((v) & 0x7fffffffu))
+#define VGPU_DIM_Y(v) ((uint32_t)(((v) >> 31) & 0xffffu))
+#define VGPU_DIM_Z(v) ((uint32_t)(((v) >> 47) & 0xffffu))
+
+#define VGPU_IMAGE_AUTO		0u	/* cubin, fatbin or PTX: the driver tells */
+#define VGPU_IMAGE_FATBIN	1u
+
+/* Launch payload: attributes then the packed parameter block. */
+#define VGPU_LAUNCH_COOPERATIVE	(1u << 0)
+
+struct vgpu_launch {
+	uint32_t param_bytes;
+	uint32_t cluster_x, cluster_y, cluster_z;	/* 0: none */
+	int32_t priority;
+	uint32_t flags;				/* VGPU_LAUNCH_* */
+	uint32_t reserved[2];			/* must be 0 */
+	/* uint8_t params[param_bytes] follows */
+};
+
+/* One kernel parameter as cuFuncGetParamInfo reports it. */
+struct vgpu_param_info {
+	uint32_t offset;
+	uint32_t size;
+};
+
+/* Reply of MODULE_GET_FUNCTION: layout and the attributes the runtime caches. */
+#define VGPU_FUNC_ATTRS 10	/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK .. _MAX_DYNAMIC_SHARED_SIZE_BYTES+1 */
+struct vgpu_func_info {
+	uint32_t param_count;
+	uint32_t param_bytes;		/* end of the last parameter */
+	int32_t attr[VGPU_FUNC_ATTRS];	/* CUfunction_attribute 0..9 */
+	struct vgpu_param_info param[];	/* param_count entries */
+};
+
+/* MEMCPY_2D payload: a CUDA_MEMCPY2D reduced to addresses. */
+struct vgpu_copy2d {
+	uint64_t src, dst;		/* device or pool addresses */
+	uint64_t src_pitch, dst_pitch;
+	uint64_t width, height;		/* bytes, rows */
+};
+
+/* One device as the worker saw it; answered locally by the runtime. */
+#define VGPU_DEV_ATTRS 160	/* > CU_DEVICE_ATTRIBUTE_MAX in CUDA 13.0 */
+struct vgpu_device_info {
+	char name[256];
+	uint8_t uuid[16];
+	uint64_t total_mem;
+	int32_t attr[VGPU_DEV_ATTRS];	/* indexed by CUdevice_attribute */
+	uint8_t luid[8];
+	uint32_t luid_mask;
+	uint32_t reserved;
+};
+
+/* CQE results the protocol adds to CUresult: none; errors are CUresults. */
+
+_Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
+_Static_assert(sizeof(struct vgpu_cqe) == 32, "CQE is half a cache line");
+_Static_assert(sizeof(struct vgpu_hello) == 64, "hello layout");
+_Static_assert(sizeof(struct vgpu_welcome) == 256, "welcome layout");
+_Static_assert(sizeof(struct vgpu_chunk_ctl) == 8, "chunk ctl layout");
+_Static_assert(sizeof(struct vgpu_shared) == 320, "shared header layout");
+_Static_assert(__builtin_offsetof(struct vgpu_shared, sq_tail) == 64,
+	       "client-written words start on their own cache line");
+_Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
+_Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
+_Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
+_Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
+
+#endif

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit test for the dark API (runtime/dark_api.c, dark_cls.c,
+ * dark_integrity.c), without a daemon: the few driver entry points the
+ * tables call are faked below. Exit 0 = pass, 1 = fail.
+ *
+ * Build (from the repo root):
+ *   gcc -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -I include \
+ *     -I common -I runtime -I /usr/local/cuda/include \
+ *     tests/unit/test_dark_api.c runtime/dark_api.c runtime/dark_cls.c \
+ *     runtime/dark_integrity.c common/log.c -lpthread -o test_dark_api
+ */
+#include "dark_api.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                              \
+	do {                                                                     \
+		if (!(cond)) {                                                   \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			failures++;                                              \
+		}                                                                \
+	} while (0)
+
+/* ---- Fake driver entry points -------------------------------------------- */
+
+static struct { int dummy; } ctx_a, ctx_b, ctx_primary;
+static __thread CUcontext current_ctx;
+
+static CUuuid fake_uuid[2] = {
+	{ .bytes = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } },
+	{ .bytes = { 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 } },
+};
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	*pctx = current_ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+	*n = 2;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	if (dev < 0 || dev > 1)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*uuid = fake_uuid[dev];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute attr, CUdevice dev)
+{
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *v = dev; return CUDA_SUCCESS;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0x18 + dev; return CUDA_SUCCESS;
+	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; return CUDA_SUCCESS;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+static const void *last_loaded;
+static int last_loader; /* 1 = cuModuleLoadData, 2 = cuModuleLoadFatBinary */
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	last_loaded = image;
+	last_loader = 1;
+	*module = (CUmodule)0x1234;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *image)
+{
+	last_loaded = image;
+	last_loader = 2;
+	*module = (CUmodule)0x5678;
+	return CUDA_SUCCESS;
+}
+
+static int peek_calls;
+
+CUresult vgpu_primary_ctx_peek(CUdevice dev, CUcontext *pctx)
+{
+	peek_calls++;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pctx = (CUcontext)&ctx_primary;
+	return CUDA_SUCCESS;
+}
+
+/* ---- Helpers --------------------------------------------------------------- */
+
+static const void *const *table(enum vgpu_dark_table t)
+{
+	const void *p = NULL;
+
+	CHECK(cuGetExportTable(&p, &vgpu_dark_tables[t].uuid) == CUDA_SUCCESS);
+	CHECK(p == vgpu_dark_tables[t].slots);
+	return p;
+}
+
+/* ---- Lookup and table shape ----------------------------------------------- */
+
+static void test_lookup(void)
+{
+	CUuuid unknown = { .bytes = { (char)0xf8, (char)0xcf, (char)0xf9, 0x51, 0x21, 0x46,
+				      (char)0x8b, 0x4e, (char)0xb9, (char)0xe2, (char)0xfb, 0x46,
+				      (char)0x9e, 0x7c, 0x0d, (char)0xd9 } };
+	const void *p = (const void *)0x1;
+
+	CHECK(cuGetExportTable(&p, &unknown) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(p == NULL);
+	CHECK(cuGetExportTable(NULL, &unknown) == CUDA_ERROR_INVALID_VALUE);
+	p = (const void *)0x1;
+	CHECK(cuGetExportTable(&p, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(p == NULL);
+
+	for (unsigned t = 0; t < VGPU_DARK_NTABLES; t++) {
+		const struct vgpu_dark_table_desc *d = &vgpu_dark_tables[t];
+		const void *const *s = table(t);
+
+		CHECK(d->name && d->nslots > 0);
+		if (d->size_header)
+			CHECK((uintptr_t)s[0] == d->nslots * sizeof(void *));
+		for (unsigned i = 0; i < d->nslots; i++) {
+			if (!s[i])
+				fprintf(stderr, "NULL slot %s[%u]\n", d->name, i);
+			CHECK(s[i] != NULL);
+		}
+		/* Distinct UUIDs. */
+		for (unsigned u = 0; u < t; u++)
+			CHECK(memcmp(vgpu_dark_tables[u].uuid.bytes, d->uuid.bytes, 16));
+	}
+
+	/* Known raw UUID prefixes (reference/interception.md §3). */
+	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_CUDART_INTERFACE].uuid.bytes, "\x6b\xd5\xfb\x6c", 4));
+	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_CONTEXT_LOCAL_STORAGE].uuid.bytes, "\xc6\x93\x33\x6e", 4));
+	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_INTEGRITY_CHECK].uuid.bytes, "\xd4\x08\x20\x55", 4));
+	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_CONTEXT_CHECKS].uuid.bytes, "\x26\x3e\x88\x60", 4));
+	CHECK(vgpu_dark_tables[VGPU_DARK_CONTEXT_LOCAL_STORAGE].size_header == 0);
+	CHECK(vgpu_dark_tables[VGPU_DARK_CUDART_INTERFACE].nslots == 13);
+}
+
+static void test_unemulated_slot(void)
+{
+	const void *const *s = table(VGPU_DARK_CUDART_INTERFACE);
+	CUresult (*fn)(void) = (CUresult (*)(void))s[3];
+
+	CHECK(fn() == CUDA_ERROR_NOT_SUPPORTED);
+	s = table(VGPU_DARK_TOOLS_TLS);
+	fn = (CUresult (*)(void))s[1];
+	CHECK(fn() == CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* ---- CUDART_INTERFACE ------------------------------------------------------ */
+
+static void test_cudart_interface(void)
+{
+	const void *const *s = table(VGPU_DARK_CUDART_INTERFACE);
+	CUresult (*primary)(CUcontext *, CUdevice) = (CUresult (*)(CUcontext *, CUdevice))s[2];
+	CUresult (*from_cubin)(CUmodule *, const void *) = (CUresult (*)(CUmodule *, const void *))s[1];
+	CUresult (*ext1)(CUmodule *, const void *, void *, void *, unsigned) =
+		(CUresult (*)(CUmodule *, const void *, void *, void *, unsigned))s[6];
+	CUresult (*ext2)(const void *, CUmodule *, void *, void *, unsigned) =
+		(CUresult (*)(const void *, CUmodule *, void *, void *, unsigned))s[8];
+	CUresult (*load_compilers)(void) = (CUresult (*)(void))s[12];
+	static const uint32_t fatbin[4] = { 0xba55ed50u, 0x00100001u, 0, 0 };
+	struct { uint32_t magic, version; const void *data, *extra; } wrapper = {
+		0x466243b1u, 1, fatbin, NULL
+	};
+	CUcontext ctx = NULL;
+	CUmodule mod = NULL;
+
+	CHECK(primary(&ctx, 0) == CUDA_SUCCESS && ctx == (CUcontext)&ctx_primary);
+	CHECK(peek_calls == 1);
+	CHECK(primary(NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(primary(&ctx, 7) == CUDA_ERROR_INVALID_DEVICE);
+
+	CHECK(from_cubin(&mod, &wrapper) == CUDA_SUCCESS);
+	CHECK(last_loaded == fatbin && last_loader == 2 && mod == (CUmodule)0x5678);
+	mod = NULL;
+	CHECK(ext1(&mod, &wrapper, NULL, NULL, 0) == CUDA_SUCCESS && mod);
+	CHECK(ext1(&mod, &wrapper, (void *)1, NULL, 0) == CUDA_ERROR_NOT_SUPPORTED);
+	mod = NULL;
+	last_loaded = NULL;
+	CHECK(ext2(fatbin, &mod, NULL, NULL, 0) == CUDA_SUCCESS && last_loaded == fatbin);
+	CHECK(ext2(fatbin, &mod, NULL, NULL, 3) == CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(from_cubin(NULL, &wrapper) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(load_compilers() == CUDA_SUCCESS);
+}
+
+/* ---- Small tables ---------------------------------------------------------- */
+
+static void test_small_tables(void)
+{
+	const void *const *s = table(VGPU_DARK_TOOLS_RUNTIME_CALLBACK_HOOKS);
+	void (*buf)(void **, size_t *) = (void (*)(void **, size_t *))s[2];
+	void *p = NULL;
+	size_t n = 0;
+
+	buf(&p, &n);
+	CHECK(p && n == 1024);
+	memset(p, 0xab, n); /* the runtime writes there */
+	buf = (void (*)(void **, size_t *))s[6];
+	p = NULL;
+	buf(&p, &n);
+	CHECK(p && n == 14);
+	memset(p, 0xcd, n);
+
+	s = table(VGPU_DARK_CONTEXT_CHECKS);
+	{
+		CUresult (*check)(CUcontext, uint32_t *, const void **) =
+			(CUresult (*)(CUcontext, uint32_t *, const void **))s[2];
+		uint32_t (*global)(void) = (uint32_t (*)(void))s[3];
+		uint32_t flags = 99;
+		const void *detail = &flags;
+
+		CHECK(check((CUcontext)&ctx_a, &flags, &detail) == CUDA_SUCCESS);
+		CHECK(flags == 0 && detail == NULL);
+		CHECK(global() == 0);
+	}
+
+	s = table(VGPU_DARK_DEVICE_EXTENDED_RT);
+	{
+		CUresult (*b13)(unsigned char *, CUdevice) = (CUresult (*)(unsigned char *, CUdevice))s[13];
+		unsigned char c = 7;
+
+		CHECK(b13(&c, 0) == CUDA_SUCCESS && c == 0);
+	}
+}
+
+/* ---- CONTEXT_LOCAL_STORAGE ------------------------------------------------- */
+
+struct dtor_call {
+	CUcontext ctx;
+	void *key, *value;
+};
+static struct dtor_call dtor_log[16];
+static int ndtor;
+
+static void record_dtor(CUcontext ctx, void *key, void *value)
+{
+	if (ndtor < 16)
+		dtor_log[ndtor++] = (struct dtor_call){ ctx, key, value };
+}
+
+/* A destructor that uses the table itself, as the runtime's does. */
+static void reentrant_dtor(CUcontext ctx, void *key, void *value)
+{
+	void *v;
+
+	record_dtor(ctx, key, value);
+	CHECK(vgpu_cls_get(&v, ctx, key) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(vgpu_cls_put((CUcontext)&ctx_b, (void *)0xbeef, value, NULL) == CUDA_SUCCESS);
+}
+
+static void *other_thread(void *arg)
+{
+	void *v = NULL;
+
+	(void)arg;
+	/* No current context on this thread. */
+	CHECK(vgpu_cls_get(&v, NULL, (void *)0x10) == CUDA_ERROR_INVALID_CONTEXT);
+	current_ctx = (CUcontext)&ctx_b;
+	CHECK(vgpu_cls_put(NULL, (void *)0x10, (void *)0x77, NULL) == CUDA_SUCCESS);
+	return NULL;
+}
+
+static void test_cls(void)
+{
+	const void *const *s = table(VGPU_DARK_CONTEXT_LOCAL_STORAGE);
+	CUresult (*put)(CUcontext, void *, void *, vgpu_cls_dtor) =
+		(CUresult (*)(CUcontext, void *, void *, vgpu_cls_dtor))s[0];
+	CUresult (*del)(CUcontext, void *) = (CUresult (*)(CUcontext, void *))s[1];
+	CUresult (*get)(void **, CUcontext, void *) = (CUresult (*)(void **, CUcontext, void *))s[2];
+	CUcontext a = (CUcontext)&ctx_a, b = (CUcontext)&ctx_b;
+	void *k1 = (void *)0x10, *k2 = (void *)0x20, *v = NULL;
+	pthread_t th;
+
+	/* No current context: NULL ctx cannot resolve. */
+	current_ctx = NULL;
+	CHECK(put(NULL, k1, (void *)1, NULL) == CUDA_ERROR_INVALID_CONTEXT);
+
+	CHECK(get(&v, a, k1) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(put(a, k1, (void *)0x111, record_dtor) == CUDA_SUCCESS);
+	CHECK(get(&v, a, k1) == CUDA_SUCCESS && v == (void *)0x111);
+	CHECK(get(&v, b, k1) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(get(NULL, a, k1) == CUDA_ERROR_INVALID_VALUE);
+
+	/* NULL and (CUcontext)-1 mean the current context. */
+	current_ctx = a;
+	v = NULL;
+	CHECK(get(&v, NULL, k1) == CUDA_SUCCESS && v == (void *)0x111);
+	v = NULL;
+	CHECK(get(&v, (CUcontext)(intptr_t)-1, k1) == CUDA_SUCCESS && v == (void *)0x111);
+	CHECK(put(NULL, k2, (void *)0x222, record_dtor) == CUDA_SUCCESS);
+	CHECK(get(&v, a, k2) == CUDA_SUCCESS && v == (void *)0x222);
+
+	/* Replace keeps one entry and takes the new value. */
+	CHECK(put(a, k1, (void *)0x333, record_dtor) == CUDA_SUCCESS);
+	CHECK(get(&v, a, k1) == CUDA_SUCCESS && v == (void *)0x333);
+
+	/* Delete drops without running the destructor. */
+	CHECK(put(b, k1, (void *)0x444, record_dtor) == CUDA_SUCCESS);
+	CHECK(del(b, k1) == CUDA_SUCCESS);
+	CHECK(get(&v, b, k1) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(del(b, k1) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(ndtor == 0);
+
+	/* Another thread with its own current context. */
+	CHECK(pthread_create(&th, NULL, other_thread, NULL) == 0);
+	pthread_join(th, NULL);
+	CHECK(get(&v, b, k1) == CUDA_SUCCESS && v == (void *)0x77);
+
+	/* Destroying a runs a's destructors, in registration order, once. */
+	vgpu_cls_context_destroyed(a);
+	CHECK(ndtor == 2);
+	CHECK(dtor_log[0].ctx == a && dtor_log[0].key == k1 && dtor_log[0].value == (void *)0x333);
+	CHECK(dtor_log[1].ctx == a && dtor_log[1].key == k2 && dtor_log[1].value == (void *)0x222);
+	CHECK(get(&v, a, k1) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(get(&v, a, k2) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(get(&v, b, k1) == CUDA_SUCCESS && v == (void *)0x77);
+	vgpu_cls_context_destroyed(a);
+	CHECK(ndtor == 2);
+
+	/* The handle is reusable after destruction (primary ctx reset). */
+	CHECK(put(a, k1, (void *)0x555, reentrant_dtor) == CUDA_SUCCESS);
+	vgpu_cls_context_destroyed(a);
+	CHECK(ndtor == 3 && dtor_log[2].value == (void *)0x555);
+	CHECK(get(&v, b, (void *)0xbeef) == CUDA_SUCCESS && v == (void *)0x555);
+
+	vgpu_cls_context_destroyed(b);
+	vgpu_cls_context_destroyed(NULL);
+	CHECK(ndtor == 3); /* b's entries had no destructor */
+	CHECK(get(&v, b, k1) == CUDA_ERROR_INVALID_HANDLE);
+	current_ctx = NULL;
+}
+
+/* ---- INTEGRITY_CHECK -------------------------------------------------------- */
+
+static void hex16(const uint8_t *d, char out[33])
+{
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void test_md2(void)
+{
+	static const struct { const char *in, *out; } kat[] = { /* RFC 1319 A.5 */
+		{ "", "8350e5a3e24c153df2275c9f80692773" },
+		{ "a", "32ec01ec4a6dac72c0ab96fb34c0b5d1" },
+		{ "abc", "da853b0d3f88d99b30283a69e6ded6bb" },
+		{ "message digest", "ab4f496bfb2a530b219ff33031fe06b0" },
+		{ "abcdefghijklmnopqrstuvwxyz", "4e8ddff3650292ab5a4108c3aa47940b" },
+		{ "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+		  "da33def2a42df13975352846c30338cd" },
+		{ "12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+		  "d5976f79d83d3a0dc9806c3c66f3efd8" },
+	};
+
+	for (size_t i = 0; i < sizeof(kat) / sizeof(kat[0]); i++) {
+		uint8_t d[16];
+		char hex[33];
+
+		vgpu_dark_md2(kat[i].in, strlen(kat[i].in), d);
+		hex16(d, hex);
+		if (strcmp(hex, kat[i].out))
+			fprintf(stderr, "MD2(\"%s\") = %s, want %s\n", kat[i].in, hex, kat[i].out);
+		CHECK(!strcmp(hex, kat[i].out));
+	}
+}
+
+static void test_integrity(void)
+{
+	const void *const *s = table(VGPU_DARK_INTEGRITY_CHECK);
+	CUresult (*check)(uint32_t, uint64_t, uint64_t *) =
+		(CUresult (*)(uint32_t, uint64_t, uint64_t *))s[1];
+	struct vgpu_dark_device_id devs[2];
+	struct vgpu_dark_integrity_input in;
+	uint64_t out[2], again[2];
+
+	/* Fixed answers for version % 10 == 0 and 1. */
+	CHECK(check(13000, 1, out) == CUDA_SUCCESS);
+	CHECK(out[0] == 0x3341181c03cb675cULL && out[1] == 0x8ed383aa1f4cd1e8ULL);
+	CHECK(check(12090, 2, out) == CUDA_SUCCESS);
+	CHECK(out[0] == 0x3341181c03cb675cULL && out[1] == 0x8ed383aa1f4cd1e8ULL);
+	CHECK(check(13001, 3, out) == CUDA_SUCCESS);
+	CHECK(out[0] == 0x1841181c03cb675cULL && out[1] == 0x8ed383aa1f4cd1e8ULL);
+	CHECK(check(13002, 3, NULL) == CUDA_ERROR_INVALID_VALUE);
+
+	/* A fixed input gives a fixed answer (regression value computed by the
+	 * implementation that the CUDA 13.0 runtime accepted). */
+	memset(devs, 0, sizeof(devs));
+	devs[0].uuid = fake_uuid[0];
+	devs[0].pci_bus = 0x18;
+	devs[1].uuid = fake_uuid[1];
+	devs[1].pci_domain = 1;
+	devs[1].pci_bus = 0x2a;
+	devs[1].pci_device = 3;
+	in = (struct vgpu_dark_integrity_input){
+		.runtime_version = 13002, .unix_seconds = 0x682b9cee, .driver_version = 13000,
+		.pid = 0x2fa423, .tid = 0xf79c1000,
+		.cudart_table = (const void *)0x7ffff6958240,
+		.integrity_table = (const void *)0x7ffff6958220,
+		.check_fn = (const void *)0x7ffff2aaf4a0,
+		.ndevices = 2, .devices = devs,
+	};
+	vgpu_dark_integrity_hash(&in, out);
+	vgpu_dark_integrity_hash(&in, again);
+	CHECK(out[0] == again[0] && out[1] == again[1]);
+	CHECK(out[0] == 0xca80378aa70d7250ULL && out[1] == 0x029ea13832e4cd5dULL);
+
+	/* Every input matters. */
+	in.unix_seconds++;
+	vgpu_dark_integrity_hash(&in, again);
+	CHECK(again[0] != out[0] || again[1] != out[1]);
+	in.unix_seconds--;
+	devs[1].pci_device = 4;
+	vgpu_dark_integrity_hash(&in, again);
+	CHECK(again[0] != out[0] || again[1] != out[1]);
+	devs[1].pci_device = 3;
+	in.ndevices = 1;
+	vgpu_dark_integrity_hash(&in, again);
+	CHECK(again[0] != out[0] || again[1] != out[1]);
+
+	/* The table slot hashes what the driver reports about this process. */
+	CHECK(check(13002, 0x682b9cee, out) == CUDA_SUCCESS);
+	in.ndevices = 2;
+	in.pid = (uint32_t)getpid();
+	in.tid = (uint32_t)(uintptr_t)pthread_self();
+	in.cudart_table = vgpu_dark_tables[VGPU_DARK_CUDART_INTERFACE].slots;
+	in.integrity_table = s;
+	in.check_fn = s[1];
+	devs[0].pci_domain = 0;
+	devs[1].pci_domain = 1;
+	devs[1].pci_bus = 0x19;
+	devs[1].pci_device = 0;
+	vgpu_dark_integrity_hash(&in, again);
+	CHECK(out[0] == again[0] && out[1] == again[1]);
+}
+
+int main(void)
+{
+	vgpu_log_init("test_dark_api", VGPU_LOG_ERROR);
+	test_lookup();
+	test_unemulated_slot();
+	test_cudart_interface();
+	test_small_tables();
+	test_cls();
+	test_md2();
+	test_integrity();
+	if (failures) {
+		fprintf(stderr, "test_dark_api: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("test_dark_api: ok\n");
+	return 0;
+}
