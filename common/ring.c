@@ -215,11 +215,13 @@ static int payload_check(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
 
 	if (len > size / 2 || sqe->payload_off >= size)
 		return -EINVAL;
-	/* The client skips to 0 only when the payload would not fit here. */
-	if (sqe->payload_off != at) {
-		if (sqe->payload_off != 0 || at + len <= size)
+	/* The client skips to 0 exactly when the payload would not fit here. */
+	if (at + len > size) {
+		if (sqe->payload_off != 0)
 			return -EINVAL;
 		pos += size - at;
+	} else if (sqe->payload_off != at) {
+		return -EINVAL;
 	}
 	*next = pos + len;
 	return 0;

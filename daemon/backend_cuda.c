@@ -2,10 +2,24 @@
 /* The cuda backend: the real driver, loaded at run time, never linked. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "log.h"
 #include "vgpu/proto.h"
+
+static int is_vgpu_runtime(void *h)
+{
+	char real[PATH_MAX];
+	void *fn = dlsym(h, "cuInit");
+	Dl_info info;
+
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+		return 0;
+	return !strcmp(strrchr(real, '/') ? strrchr(real, '/') + 1 : real, "libvgpu.so");
+}
 
 int vgpu_backend_cuda_open(struct vgpu_backend *b)
 {
@@ -18,7 +32,7 @@ int vgpu_backend_cuda_open(struct vgpu_backend *b)
 		return -ENOENT;
 	}
 	/* A libcuda.so.1 that is vgpu's own runtime would loop back to us. */
-	if (dlsym(h, "vgpu_runtime_marker")) {
+	if (is_vgpu_runtime(h)) {
 		vlog_err("cuda backend: %s is the vgpu runtime, not NVIDIA's driver", path);
 		dlclose(h);
 		return -ELOOP;

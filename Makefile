@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: MIT
+# vgpu: user space (runtime, daemon, tools, tests). The kernel module is
+# built by Kbuild (make module); see mk/kmod.mk.
+#
+#   make              build everything into build/
+#   make test         the whole test suite (what CI runs)
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make demo         build, start vgpud, run an example through it
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CC ?= gcc
+B := build
+VGPU_BUILD := $(B)
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+CPPFLAGS_ALL := -D_GNU_SOURCE -I include -I common -I $(CUDA_HOME)/include
+CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
+LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
+
+COMMON_SRCS := common/log.c common/ring.c common/fdpass.c
+RUNTIME_SRCS := $(wildcard runtime/*.c)
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+RUNTIME_LIB := $(B)/lib/vgpu/libvgpu.so
+VGPUD := $(B)/bin/vgpud
+VGPU := $(B)/bin/vgpu
+LIBVGPU := $(RUNTIME_LIB)
+
+.PHONY: all clean install test demo unit e2e
+all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) unit-bins
+
+# Objects: the runtime hides everything but the driver's entry points.
+$(B)/obj/runtime/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) -I runtime $(CFLAGS_ALL) -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) -I daemon -I runtime $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+# Hidden copies of common/ for the runtime, so nothing of ours leaks into
+# the program's namespace.
+$(B)/obj/rt-common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+RUNTIME_OBJS := $(call obj,$(RUNTIME_SRCS)) $(patsubst common/%.c,$(B)/obj/rt-common/%.o,$(COMMON_SRCS))
+
+# Objects, not an archive: the strong definitions must replace the weak
+# defaults in exports_gen.c. -Bsymbolic: our own calls stay ours.
+$(RUNTIME_LIB): $(RUNTIME_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs -o $@ $^ -lpthread -ldl
+
+$(B)/lib/vgpu/libcuda.so.1: $(RUNTIME_LIB)
+	ln -sf libvgpu.so $@
+
+$(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl -lm
+
+$(VGPU): $(call obj,tools/vgpu.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^
+
+# ---- unit tests ----------------------------------------------------------
+UNIT := $(B)/tests/unit
+UNIT_BINS := $(UNIT)/test_ring $(UNIT)/test_dark_api $(UNIT)/test_backend_host \
+	$(UNIT)/test_ids $(UNIT)/test_image_size $(UNIT)/test_procaddr $(UNIT)/test_vmem
+
+.PHONY: unit-bins
+unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
+
+$(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/log.c)
+$(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/dark_api.c runtime/dark_cls.c runtime/dark_integrity.c) \
+	$(call obj,common/log.c)
+$(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
+$(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/ids.o $(call obj,common/log.c)
+$(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/image.o $(call obj,common/log.c)
+$(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/vmem.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
+
+# Runtime files built without hidden visibility for tests that call them.
+$(B)/obj/unit-rt/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) -I runtime $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+$(UNIT)/%:
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ -lpthread -ldl -lm
+
+include mk/exports.mk
+-include mk/kmod.mk
+-include mk/tests.mk
+
+# ---- install -------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/vgpu
+	install -m 755 $(VGPU) $(DESTDIR)$(PREFIX)/bin/vgpu
+	install -m 755 $(VGPUD) $(DESTDIR)$(PREFIX)/sbin/vgpud
+	install -m 755 $(RUNTIME_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libvgpu.so
+	ln -sf libvgpu.so $(DESTDIR)$(PREFIX)/lib/vgpu/libcuda.so.1
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' daemon/vgpud.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/vgpud.service
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,901 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Module images for the host backend: what cuModuleLoadData accepts, read
+ * for kernel names, parameter layouts and globals. No code is run from them.
+ *
+ *   fatbinC wrapper  u32 magic 0x466243b1, u32 version, u64 pointer to a fatbin
+ *   fatbin           u32 magic 0xba55ed50, u16 version, u16 header size,
+ *                    u64 size of the entries that follow; each entry:
+ *     0  u16 kind (1 PTX, 2 ELF)     24 u16 minor, u16 major (PTX ISA)
+ *     2  u16 version                 28 u32 arch (75 = sm_75 / compute_75)
+ *     4  u32 header size             40 u64 flags: 0x2000 LZ4, 0x8000 zstd
+ *     8  u64 payload size (padded)   56 u64 decompressed size
+ *     16 u32 compressed size
+ *   ELF cubin        kernels: FUNC symbols marked entry (st_other 0x10);
+ *                    parameters: EIATTR_KPARAM_INFO in .nv.info.<kernel>;
+ *                    globals: OBJECT symbols in .nv.global (zero),
+ *                    .nv.global.init and .nv.constant3 (initialized)
+ *   PTX              NUL-terminated text: .entry, .global, .const
+ *
+ * nvcc 13.0 compresses PTX entries with zstd by default (-Xfatbin=-compress
+ * defaults to true, for "ptx and debug images"); SASS stays uncompressed
+ * unless -Xfatbin=-compress-all. -Xfatbin=-compress-mode=speed gives LZ4.
+ * LZ4 blocks are inflated here; zstd through libzstd.so.1 when present.
+ * Without it, another entry (an ELF of any arch) still names everything.
+ *
+ * A fatbin loads only if it holds SASS for sm_90 or PTX for compute_90 or
+ * older, as on an H100: else CUDA_ERROR_NO_BINARY_FOR_GPU.
+ */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_backend.h"
+#include "log.h"
+
+#define FATBINC_MAGIC	0x466243b1u
+#define FATBIN_MAGIC	0xba55ed50u
+#define FAT_PTX		1
+#define FAT_ELF		2
+#define FAT_LZ4		0x2000ull
+#define FAT_ZSTD	0x8000ull
+#define EM_CUDA_	190
+#define STO_ENTRY	0x10
+#define EIATTR_KPARAM_INFO	0x17
+#define MAX_INFLATED	(1ull << 30)
+#define DEVICE_ARCH	(HOST_CC_MAJOR * 10 + HOST_CC_MINOR)
+#define MAX_PTX_ISA	90	/* 9.0, CUDA 13.0 */
+
+static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+void host_image_free(struct host_image *img)
+{
+	for (size_t i = 0; i < img->nkernels; i++) {
+		free(img->kernels[i].name);
+		free(img->kernels[i].param_off);
+		free(img->kernels[i].param_size);
+	}
+	for (size_t i = 0; i < img->nglobals; i++) {
+		free(img->globals[i].name);
+		free(img->globals[i].init);
+	}
+	free(img->kernels);
+	free(img->globals);
+	memset(img, 0, sizeof(*img));
+}
+
+static struct host_image_kernel *add_kernel(struct host_image *img, const char *name, size_t len)
+{
+	struct host_image_kernel *k;
+
+	k = realloc(img->kernels, (img->nkernels + 1) * sizeof(*k));
+	if (!k)
+		return NULL;
+	img->kernels = k;
+	k = &img->kernels[img->nkernels];
+	memset(k, 0, sizeof(*k));
+	k->nparams = -1;
+	k->name = strndup(name, len);
+	if (!k->name)
+		return NULL;
+	img->nkernels++;
+	return k;
+}
+
+static struct host_image_global *add_global(struct host_image *img, const char *name, size_t len)
+{
+	struct host_image_global *g;
+
+	g = realloc(img->globals, (img->nglobals + 1) * sizeof(*g));
+	if (!g)
+		return NULL;
+	img->globals = g;
+	g = &img->globals[img->nglobals];
+	memset(g, 0, sizeof(*g));
+	g->name = strndup(name, len);
+	if (!g->name)
+		return NULL;
+	img->nglobals++;
+	return g;
+}
+
+static int add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size)
+{
+	uint32_t *o, *s;
+	int n = k->nparams < 0 ? 0 : k->nparams;
+
+	if (idx >= 4096)
+		return -1;
+	if ((int)idx >= n) {
+		o = realloc(k->param_off, (idx + 1) * sizeof(*o));
+		if (!o)
+			return -1;
+		k->param_off = o;
+		s = realloc(k->param_size, (idx + 1) * sizeof(*s));
+		if (!s)
+			return -1;
+		k->param_size = s;
+		for (int i = n; i <= (int)idx; i++)
+			o[i] = s[i] = UINT32_MAX;
+		n = (int)idx + 1;
+	}
+	k->nparams = n;
+	k->param_off[idx] = off;
+	k->param_size[idx] = size;
+	return 0;
+}
+
+/* --- decompression ------------------------------------------------------ */
+
+/* One LZ4 block (no frame): literals and matches, 16-bit offsets. */
+static int lz4_block(const uint8_t *ip, size_t n, uint8_t *out, size_t cap, size_t *got)
+{
+	const uint8_t *iend = ip + n;
+	uint8_t *op = out, *oend = out + cap;
+
+	while (ip < iend) {
+		unsigned token = *ip++;
+		size_t lit = token >> 4, mlen = token & 15, off;
+		unsigned b;
+
+		if (lit == 15)
+			do {
+				if (ip == iend)
+					return -1;
+				b = *ip++;
+				lit += b;
+			} while (b == 255);
+		if (lit > (size_t)(iend - ip) || lit > (size_t)(oend - op))
+			return -1;
+		memcpy(op, ip, lit);
+		op += lit;
+		ip += lit;
+		if (ip == iend)
+			break;		/* the last sequence has literals only */
+		if (iend - ip < 2)
+			return -1;
+		off = rd16(ip);
+		ip += 2;
+		if (!off || off > (size_t)(op - out))
+			return -1;
+		if (mlen == 15)
+			do {
+				if (ip == iend)
+					return -1;
+				b = *ip++;
+				mlen += b;
+			} while (b == 255);
+		mlen += 4;
+		if (mlen > (size_t)(oend - op))
+			return -1;
+		for (size_t i = 0; i < mlen; i++, op++)	/* may overlap itself */
+			*op = *(op - off);
+	}
+	*got = (size_t)(op - out);
+	return 0;
+}
+
+static size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
+static unsigned (*zstd_is_error)(size_t);
+
+static void zstd_open(void)
+{
+	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+	*(void **)&zstd_decompress = dlsym(h, "ZSTD_decompress");
+	*(void **)&zstd_is_error = dlsym(h, "ZSTD_isError");
+}
+
+/* libzstd's two stable entry points, found at run time: no build dependency. */
+static int zstd_load(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, zstd_open);
+	return zstd_decompress && zstd_is_error ? 0 : -1;
+}
+
+/* The payload of a fatbin entry, inflated if needed: *buf is malloc'ed or NULL. */
+static CUresult entry_bytes(const uint8_t *e, uint32_t hsize, const uint8_t *pl, uint64_t psize,
+			    const uint8_t **out, size_t *outn, uint8_t **buf)
+{
+	uint64_t flags = rd64(e + 40), csize = rd32(e + 16), usize;
+	size_t got = 0;
+
+	*buf = NULL;
+	if (!(flags & (FAT_LZ4 | FAT_ZSTD))) {
+		*out = pl;
+		*outn = psize;
+		return CUDA_SUCCESS;
+	}
+	if (hsize < 64)
+		return CUDA_ERROR_INVALID_IMAGE;
+	usize = rd64(e + 56);
+	if (!csize || csize > psize)
+		csize = psize;
+	if (!usize || usize > MAX_INFLATED)
+		return CUDA_ERROR_INVALID_IMAGE;
+	*buf = malloc(usize + 1);
+	if (!*buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (flags & FAT_LZ4) {
+		if (lz4_block(pl, csize, *buf, usize, &got) || got != usize)
+			goto bad;
+	} else {
+		size_t n;
+
+		if (zstd_load()) {
+			vlog_warn("host backend: a fatbin entry is zstd-compressed and libzstd.so.1 "
+				  "is not available; trying other entries");
+			free(*buf);
+			*buf = NULL;
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+		n = zstd_decompress(*buf, usize, pl, csize);
+		if (zstd_is_error(n) || n != usize)
+			goto bad;
+	}
+	(*buf)[usize] = 0;	/* PTX is text */
+	*out = *buf;
+	*outn = usize;
+	return CUDA_SUCCESS;
+bad:
+	vlog_warn("host backend: a compressed fatbin entry does not inflate");
+	free(*buf);
+	*buf = NULL;
+	return CUDA_ERROR_INVALID_IMAGE;
+}
+
+/* --- ELF ---------------------------------------------------------------- */
+
+struct elf {
+	const uint8_t *d;
+	size_t n;
+	const Elf64_Shdr *sh;
+	unsigned shnum;
+	const char *shstr;
+	size_t shstr_n;
+};
+
+static const char *sec_name(const struct elf *f, unsigned i)
+{
+	uint32_t off = f->sh[i].sh_name;
+
+	if (off >= f->shstr_n || !memchr(f->shstr + off, 0, f->shstr_n - off))
+		return "";
+	return f->shstr + off;
+}
+
+static int sec_ok(const struct elf *f, const Elf64_Shdr *s)
+{
+	return s->sh_type == SHT_NOBITS ||
+	       (s->sh_offset <= f->n && s->sh_size <= f->n - s->sh_offset);
+}
+
+static int elf_open(struct elf *f, const uint8_t *d, size_t n)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+	const Elf64_Shdr *ss;
+
+	if (n < sizeof(*eh) || memcmp(d, ELFMAG, SELFMAG) || d[EI_CLASS] != ELFCLASS64 ||
+	    d[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_CUDA_)
+		return -1;
+	if (eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shnum || eh->e_shoff > n ||
+	    (n - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shoff % 8 ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		return -1;
+	f->d = d;
+	f->n = n;
+	f->sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+	f->shnum = eh->e_shnum;
+	ss = &f->sh[eh->e_shstrndx];
+	if (ss->sh_type != SHT_STRTAB || !sec_ok(f, ss))
+		return -1;
+	f->shstr = (const char *)d + ss->sh_offset;
+	f->shstr_n = ss->sh_size;
+	return 0;
+}
+
+/* An ELF given alone has no size: its headers say where it ends. */
+static size_t elf_extent(const uint8_t *d)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+	const Elf64_Shdr *sh;
+	size_t end;
+
+	if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > (1ull << 40))
+		return 0;
+	end = eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
+	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
+	for (unsigned i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_offset < (1ull << 40) &&
+		    sh[i].sh_size < (1ull << 40) && sh[i].sh_offset + sh[i].sh_size > end)
+			end = sh[i].sh_offset + sh[i].sh_size;
+	return end;
+}
+
+static int elf_arch(const uint8_t *d)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+
+	return d[EI_ABIVERSION] >= 7 ? (eh->e_flags >> 8) & 0xff : eh->e_flags & 0xff;
+}
+
+static int elf_find_sec(const struct elf *f, const char *prefix, const char *name)
+{
+	size_t pl = strlen(prefix);
+
+	for (unsigned i = 0; i < f->shnum; i++) {
+		const char *s = sec_name(f, i);
+
+		if (!strncmp(s, prefix, pl) && !strcmp(s + pl, name))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Parameters of kernel k from .nv.info.<name>; leaves nparams -1 if unknown. */
+static int elf_params(const struct elf *f, struct host_image_kernel *k)
+{
+	int si = elf_find_sec(f, ".nv.info.", k->name);
+	const uint8_t *p, *end;
+
+	if (si < 0 || f->sh[si].sh_type == SHT_NOBITS || !sec_ok(f, &f->sh[si]))
+		return 0;
+	p = f->d + f->sh[si].sh_offset;
+	end = p + f->sh[si].sh_size;
+	k->nparams = 0;
+	while (end - p >= 4) {
+		unsigned fmt = p[0], attr = p[1];
+		size_t len = 4;
+
+		if (fmt == 4) {	/* a value of u16 size follows */
+			len += rd16(p + 2);
+			if (len > (size_t)(end - p))
+				break;
+			if (attr == EIATTR_KPARAM_INFO && len >= 16) {
+				uint32_t fl = rd32(p + 12);
+
+				if (add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff))
+					return -1;
+			}
+		} else if (fmt < 1 || fmt > 3) {
+			k->nparams = -1;	/* a record we cannot step over */
+			return 0;
+		}
+		p += len;
+	}
+	for (int i = 0; i < k->nparams; i++)
+		if (k->param_off[i] == UINT32_MAX)
+			k->nparams = -1;
+	return 0;
+}
+
+static int is_global_sec(const char *s)
+{
+	return !strcmp(s, ".nv.global") || !strcmp(s, ".nv.global.init") ||
+	       !strcmp(s, ".nv.constant3");
+}
+
+static CUresult elf_parse(const uint8_t *d, size_t n, struct host_image *img)
+{
+	const Elf64_Shdr *symsh = NULL, *strsh;
+	const Elf64_Sym *sym;
+	const char *str;
+	struct elf f;
+	size_t nsym;
+	int any_entry = 0;
+
+	if (elf_open(&f, d, n))
+		return CUDA_ERROR_INVALID_IMAGE;
+	for (unsigned i = 0; i < f.shnum; i++)
+		if (f.sh[i].sh_type == SHT_SYMTAB)
+			symsh = &f.sh[i];
+	if (!symsh)
+		return CUDA_SUCCESS;	/* nothing to name */
+	if (!sec_ok(&f, symsh) || symsh->sh_entsize != sizeof(Elf64_Sym) ||
+	    symsh->sh_link >= f.shnum || symsh->sh_offset % 8)
+		return CUDA_ERROR_INVALID_IMAGE;
+	strsh = &f.sh[symsh->sh_link];
+	if (strsh->sh_type != SHT_STRTAB || !sec_ok(&f, strsh))
+		return CUDA_ERROR_INVALID_IMAGE;
+	sym = (const Elf64_Sym *)(d + symsh->sh_offset);
+	nsym = symsh->sh_size / sizeof(*sym);
+	str = (const char *)d + strsh->sh_offset;
+
+	for (size_t i = 0; i < nsym; i++)
+		if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC && (sym[i].st_other & STO_ENTRY))
+			any_entry = 1;
+	for (size_t i = 0; i < nsym; i++) {
+		const Elf64_Sym *s = &sym[i];
+		const char *name;
+		size_t len;
+
+		if (s->st_name >= strsh->sh_size || s->st_shndx == SHN_UNDEF ||
+		    s->st_shndx >= f.shnum)
+			continue;
+		name = str + s->st_name;
+		len = strnlen(name, strsh->sh_size - s->st_name);
+		if (!len || len == strsh->sh_size - s->st_name)
+			continue;
+		if (ELF64_ST_TYPE(s->st_info) == STT_FUNC) {
+			struct host_image_kernel *k;
+
+			if (any_entry ? !(s->st_other & STO_ENTRY)
+				      : elf_find_sec(&f, ".nv.info.", name) < 0)
+				continue;
+			k = add_kernel(img, name, len);
+			if (!k || elf_params(&f, k))
+				return CUDA_ERROR_OUT_OF_MEMORY;
+		} else if (ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
+			   is_global_sec(sec_name(&f, s->st_shndx)) && name[0] != '.') {
+			const Elf64_Shdr *gs = &f.sh[s->st_shndx];
+			struct host_image_global *g;
+
+			if (gs->sh_type != SHT_NOBITS &&
+			    (!sec_ok(&f, gs) || s->st_value > gs->sh_size ||
+			     s->st_size > gs->sh_size - s->st_value))
+				return CUDA_ERROR_INVALID_IMAGE;
+			if (s->st_size > MAX_INFLATED)
+				return CUDA_ERROR_INVALID_IMAGE;
+			g = add_global(img, name, len);
+			if (!g)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			g->size = s->st_size;
+			g->align = gs->sh_addralign ? gs->sh_addralign : 1;
+			if (g->align > 4096 || (g->align & (g->align - 1)))
+				g->align = 4096;
+			if (gs->sh_type != SHT_NOBITS && s->st_size) {
+				g->init = malloc(s->st_size);
+				if (!g->init)
+					return CUDA_ERROR_OUT_OF_MEMORY;
+				memcpy(g->init, d + gs->sh_offset + s->st_value, s->st_size);
+			}
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* --- PTX ---------------------------------------------------------------- */
+
+struct lex {
+	const char *p, *end;
+	const char *tok;
+	size_t len;
+};
+
+static int is_punct(char c)
+{
+	return strchr("{}()[],;=<>", c) != NULL;
+}
+
+/* The next token, skipping white space and comments; 0 at the end. */
+static int next(struct lex *x)
+{
+	const char *p = x->p;
+
+	for (;;) {
+		while (p < x->end && isspace((unsigned char)*p))
+			p++;
+		if (x->end - p >= 2 && p[0] == '/' && p[1] == '/') {
+			while (p < x->end && *p != '\n')
+				p++;
+		} else if (x->end - p >= 2 && p[0] == '/' && p[1] == '*') {
+			const char *e = NULL;
+
+			for (const char *q = p + 2; x->end - q >= 2; q++)
+				if (q[0] == '*' && q[1] == '/') {
+					e = q + 2;
+					break;
+				}
+			p = e ? e : x->end;
+		} else {
+			break;
+		}
+	}
+	if (p == x->end) {
+		x->p = p;
+		return 0;
+	}
+	x->tok = p;
+	if (is_punct(*p)) {
+		p++;
+	} else if (*p == '"') {
+		for (p++; p < x->end && *p != '"'; p++)
+			;
+		if (p < x->end)
+			p++;
+	} else {
+		while (p < x->end && !isspace((unsigned char)*p) && !is_punct(*p) &&
+		       !(x->end - p >= 2 && p[0] == '/' && (p[1] == '/' || p[1] == '*')))
+			p++;
+	}
+	x->len = (size_t)(p - x->tok);
+	x->p = p;
+	return 1;
+}
+
+static int is(const struct lex *x, const char *s)
+{
+	return x->len == strlen(s) && !memcmp(x->tok, s, x->len);
+}
+
+static unsigned type_size(const struct lex *x)
+{
+	static const struct { const char *t; unsigned n; } types[] = {
+		{ ".b8", 1 }, { ".u8", 1 }, { ".s8", 1 }, { ".pred", 1 },
+		{ ".b16", 2 }, { ".u16", 2 }, { ".s16", 2 }, { ".f16", 2 }, { ".bf16", 2 },
+		{ ".b32", 4 }, { ".u32", 4 }, { ".s32", 4 }, { ".f32", 4 },
+		{ ".f16x2", 4 }, { ".bf16x2", 4 },
+		{ ".b64", 8 }, { ".u64", 8 }, { ".s64", 8 }, { ".f64", 8 }, { ".b128", 16 },
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (is(x, types[i].t))
+			return types[i].n;
+	return 0;
+}
+
+static int tok_num(const struct lex *x, uint64_t *v)
+{
+	char buf[64], *e;
+	int neg = 0;
+	const char *s;
+
+	if (!x->len || x->len >= sizeof(buf))
+		return -1;
+	memcpy(buf, x->tok, x->len);
+	buf[x->len] = 0;
+	s = buf;
+	if (*s == '-') {
+		neg = 1;
+		s++;
+	}
+	/* 0fXXXXXXXX and 0dXXXXXXXXXXXXXXXX are float and double bit patterns. */
+	if (s[0] == '0' && (s[1] == 'f' || s[1] == 'F' || s[1] == 'd' || s[1] == 'D') &&
+	    isxdigit((unsigned char)s[2]))
+		*v = strtoull(s + 2, &e, 16);
+	else
+		*v = strtoull(s, &e, 0);
+	if (*e == 'U' || *e == 'u')
+		e++;
+	if (*e)
+		return -1;
+	if (neg)
+		*v = (uint64_t)-(int64_t)*v;
+	return 0;
+}
+
+/* After '=': {a, b, {c}} or a single value, up to ';'. */
+static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
+{
+	uint64_t idx = 0, v;
+	int bad = 0;
+
+	g->init = calloc(1, g->size ? g->size : 1);
+	if (!g->init)
+		return -1;
+	while (next(x) && !is(x, ";")) {
+		if (is(x, "{") || is(x, "}") || is(x, ","))
+			continue;
+		if (tok_num(x, &v)) {
+			bad = 1;	/* an address (generic(sym)) or an expression */
+			continue;
+		}
+		if ((idx + 1) * esz <= g->size)
+			memcpy(g->init + idx * esz, &v, esz);
+		idx++;
+	}
+	if (bad)
+		vlog_warn("host backend: PTX global %s has an initializer that is not a number; "
+			  "those elements are zero", g->name);
+	return 0;
+}
+
+/* A .global or .const declaration at module scope, up to its ';'. */
+static int ptx_global(struct lex *x, struct host_image *img)
+{
+	unsigned esz = 0, vec = 1;
+	uint64_t align = 0, count = 1;
+	struct host_image_global *g = NULL;
+
+	while (next(x) && !is(x, ";")) {
+		if (is(x, ".align")) {
+			uint64_t a;
+
+			if (!next(x) || tok_num(x, &a))
+				return 0;
+			align = a;
+		} else if (is(x, ".v2") || is(x, ".v4") || is(x, ".v8")) {
+			vec = (unsigned)(x->tok[2] - '0');
+		} else if (is(x, ".attribute") || is(x, ".texref") || is(x, ".surfref") ||
+			   is(x, ".samplerref")) {
+			while (next(x) && !is(x, ";"))	/* managed or opaque: not ours */
+				;
+			return 0;
+		} else if (type_size(x)) {
+			esz = type_size(x) * vec;
+		} else if (!g && x->tok[0] != '.' && esz) {
+			g = add_global(img, x->tok, x->len);
+			if (!g)
+				return -1;
+		} else if (g && is(x, "[")) {
+			uint64_t n;
+
+			if (!next(x) || tok_num(x, &n))
+				n = 0;	/* [] : sized elsewhere */
+			else if (!next(x) || !is(x, "]"))
+				return 0;
+			count *= n;
+		} else if (g && is(x, "=")) {
+			g->size = count * esz;
+			if (ptx_init(x, g, esz))
+				return -1;
+			break;
+		}
+	}
+	if (g) {
+		g->size = count * esz;
+		if (g->size > MAX_INFLATED)
+			return -1;
+		g->align = align ? align : esz;
+		if (g->align > 4096 || (g->align & (g->align - 1)))
+			g->align = 4096;
+	}
+	return 0;
+}
+
+/* An .entry's parameter list: the device layout, each at its alignment. */
+static int ptx_params(struct lex *x, struct host_image_kernel *k)
+{
+	uint32_t off = 0;
+	unsigned idx = 0;
+
+	k->nparams = 0;
+	while (next(x) && !is(x, ")")) {
+		unsigned esz = 0, align = 0, ptr = 0;
+		uint64_t count = 1;
+
+		if (!is(x, ".param"))
+			continue;
+		while (next(x) && !is(x, ",") && !is(x, ")")) {
+			uint64_t n;
+
+			if (is(x, ".ptr"))
+				ptr = 1;
+			else if (is(x, ".align") && next(x) && !tok_num(x, &n) && !ptr)
+				align = (unsigned)n;
+			else if (type_size(x) && !esz)
+				esz = type_size(x);
+			else if (is(x, "[") && next(x) && !tok_num(x, &n))
+				count *= n;
+		}
+		if (!esz || count > 0x3fff) {
+			k->nparams = -1;
+			return 0;
+		}
+		if (!align)
+			align = esz;
+		off = (off + align - 1) & ~(align - 1);
+		if (add_param(k, idx++, off, (uint32_t)(count * esz)))
+			return -1;
+		off += (uint32_t)(count * esz);
+		if (is(x, ")"))
+			break;
+	}
+	return 0;
+}
+
+static CUresult ptx_parse(const char *text, size_t n, struct host_image *img, int *target)
+{
+	struct lex x = { .p = text, .end = text + n };
+	int depth = 0, ext = 0, version = 0;
+
+	*target = 0;
+	while (next(&x)) {
+		if (is(&x, "{")) {
+			depth++;
+		} else if (is(&x, "}")) {
+			depth--;
+		} else if (depth) {
+			continue;
+		} else if (is(&x, ".version") && next(&x)) {
+			unsigned ma = 0, mi = 0;
+
+			if (sscanf(x.tok, "%u.%u", &ma, &mi) == 2)
+				version = (int)(ma * 10 + mi);
+		} else if (is(&x, ".target") && next(&x)) {
+			if (x.len > 3 && !memcmp(x.tok, "sm_", 3))
+				*target = atoi(x.tok + 3);
+		} else if (is(&x, ".extern")) {
+			ext = 1;
+			continue;
+		} else if (is(&x, ".entry") && next(&x)) {
+			struct host_image_kernel *k = add_kernel(img, x.tok, x.len);
+
+			if (!k)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			if (!next(&x))
+				break;
+			if (is(&x, "{"))
+				depth++;
+			else if (is(&x, "(") && ptx_params(&x, k))
+				return CUDA_ERROR_OUT_OF_MEMORY;
+		} else if ((is(&x, ".global") || is(&x, ".const")) && !ext) {
+			if (ptx_global(&x, img))
+				return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		ext = 0;
+	}
+	if (!version || !*target)
+		return CUDA_ERROR_INVALID_PTX;
+	if (version > MAX_PTX_ISA)
+		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+	if (*target > DEVICE_ARCH)
+		return CUDA_ERROR_INVALID_PTX;	/* ptxas: target higher than the device */
+	img->ptx_version = *target;
+	img->binary_version = DEVICE_ARCH;
+	return CUDA_SUCCESS;
+}
+
+static int looks_like_ptx(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n; i++)
+		if (!isprint((unsigned char)s[i]) && !isspace((unsigned char)s[i]))
+			return 0;
+	return strstr(s, ".version") && strstr(s, ".target");
+}
+
+/* --- fatbin ------------------------------------------------------------- */
+
+struct entry {
+	const uint8_t *hdr;
+	uint32_t hsize;
+	const uint8_t *payload;
+	uint64_t psize;
+	unsigned kind, arch;
+};
+
+static int entry_runs_here(const struct entry *e)
+{
+	if (e->kind == FAT_ELF)
+		return e->arch / 10 == HOST_CC_MAJOR && e->arch % 10 <= HOST_CC_MINOR;
+	return e->kind == FAT_PTX && e->arch <= DEVICE_ARCH;
+}
+
+static CUresult entry_parse(const struct entry *e, struct host_image *img)
+{
+	const uint8_t *d;
+	uint8_t *buf;
+	size_t n;
+	int target;
+	CUresult r = entry_bytes(e->hdr, e->hsize, e->payload, e->psize, &d, &n, &buf);
+
+	if (r)
+		return r;
+	if (e->kind == FAT_ELF) {
+		r = elf_parse(d, n, img);
+	} else {
+		/* PTX payloads are NUL-padded text. */
+		size_t len = strnlen((const char *)d, n);
+
+		r = ptx_parse((const char *)d, len, img, &target);
+	}
+	free(buf);
+	return r;
+}
+
+static CUresult fatbin_parse(const uint8_t *d, struct host_image *img)
+{
+	uint16_t hsize = rd16(d + 6);
+	uint64_t size = rd64(d + 8), pos;
+	struct entry ents[64];
+	size_t n = 0;
+	int best_elf = 0, best_ptx = 0;
+	CUresult r = CUDA_ERROR_INVALID_IMAGE;
+
+	if (hsize < 16 || size > (1ull << 40))
+		return CUDA_ERROR_INVALID_IMAGE;
+	for (pos = hsize; pos + 64 <= hsize + size && n < 64;) {
+		const uint8_t *e = d + pos;
+		struct entry *en = &ents[n];
+
+		en->hdr = e;
+		en->kind = rd16(e);
+		en->hsize = rd32(e + 4);
+		en->psize = rd64(e + 8);
+		en->arch = rd32(e + 28);
+		if (en->hsize < 48 || en->hsize > 4096 || en->psize > hsize + size - pos - en->hsize)
+			return CUDA_ERROR_INVALID_IMAGE;
+		en->payload = e + en->hsize;
+		pos += en->hsize + en->psize;
+		if (en->kind == FAT_ELF || en->kind == FAT_PTX)
+			n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (entry_runs_here(&ents[i])) {
+			if (ents[i].kind == FAT_ELF)
+				best_elf = 1;
+			else if ((int)ents[i].arch > best_ptx)
+				best_ptx = (int)ents[i].arch;
+		}
+	if (!best_elf && !best_ptx) {
+		char archs[256] = "";
+
+		for (size_t i = 0; i < n; i++)
+			snprintf(archs + strlen(archs), sizeof(archs) - strlen(archs), " %s_%u",
+				 ents[i].kind == FAT_ELF ? "sm" : "compute", ents[i].arch);
+		vlog_err("host backend: no code for sm_90 in this image (it has:%s)", archs);
+		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	}
+	/* Names come from any entry: runnable ones first, ELF before PTX. */
+	for (int pass = 0; pass < 4; pass++)
+		for (size_t i = 0; i < n; i++) {
+			const struct entry *e = &ents[i];
+
+			if (entry_runs_here(e) != (pass < 2) ||
+			    (e->kind == FAT_ELF) != (pass % 2 == 0))
+				continue;
+			host_image_free(img);
+			r = entry_parse(e, img);
+			if (!r) {
+				img->ptx_version = best_elf ? DEVICE_ARCH : best_ptx;
+				img->binary_version = DEVICE_ARCH;
+				return CUDA_SUCCESS;
+			}
+			if (r == CUDA_ERROR_OUT_OF_MEMORY)
+				return r;
+		}
+	host_image_free(img);
+	vlog_err("host backend: no entry of this fatbin could be read");
+	return r;
+}
+
+CUresult host_image_parse(const void *image, struct host_image *img)
+{
+	const uint8_t *d = image;
+	uint32_t magic;
+	CUresult r;
+
+	memset(img, 0, sizeof(*img));
+	memcpy(&magic, d, 4);
+	if (magic == FATBINC_MAGIC) {
+		d = (const uint8_t *)(uintptr_t)rd64(d + 8);
+		if (!d)
+			return CUDA_ERROR_INVALID_IMAGE;
+		memcpy(&magic, d, 4);
+		if (magic != FATBIN_MAGIC)
+			return CUDA_ERROR_INVALID_IMAGE;
+	}
+	if (magic == FATBIN_MAGIC) {
+		r = fatbin_parse(d, img);
+	} else if (!memcmp(d, ELFMAG, SELFMAG)) {
+		size_t n = elf_extent(d);
+		int arch = elf_arch(d);
+
+		if (arch / 10 != HOST_CC_MAJOR || arch % 10 > HOST_CC_MINOR) {
+			vlog_err("host backend: the cubin is for sm_%d, not sm_90", arch);
+			return CUDA_ERROR_NO_BINARY_FOR_GPU;
+		}
+		r = n ? elf_parse(d, n, img) : CUDA_ERROR_INVALID_IMAGE;
+		img->ptx_version = img->binary_version = DEVICE_ARCH;
+	} else if (looks_like_ptx((const char *)d)) {
+		int target;
+
+		r = ptx_parse((const char *)d, strlen((const char *)d), img, &target);
+	} else {
+		r = CUDA_ERROR_INVALID_IMAGE;
+	}
+	if (r)
+		host_image_free(img);
+	return r;
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/* vgpud: owns the GPUs and runs CUDA calls for its clients. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "supervisor.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: vgpud [options]\n"
+"Owns the GPUs and executes CUDA calls for programs started with `vgpu run`.\n"
+"\n"
+"  -b, --backend cuda|host|auto  cuda: the GPUs through NVIDIA's driver;\n"
+"                                host: device memory emulated in host memory\n"
+"                                (no GPU needed); auto (default): cuda when a\n"
+"                                GPU is usable, else host\n"
+"  -s, --socket PATH             listen here (default %s)\n"
+"  -m, --socket-mode MODE        permissions of the socket, octal (default 0666;\n"
+"                                who may connect may use the GPU)\n"
+"  -w, --workers N               workers kept ready with their context (default 2)\n"
+"  -f, --foreground              stay in the foreground (systemd, tests)\n"
+"  -h, --help                    this text\n"
+"\n"
+"Environment: VGPU_LOG=debug|info|warn|error, VGPU_HOST_DEVICE_MEM (host backend\n"
+"device memory, bytes).\n", VGPU_DEFAULT_SOCKET);
+}
+
+/* Probe in a child: CUDA must not be initialised in the supervisor, which
+ * forks the workers. */
+static int cuda_usable(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct vgpu_backend b;
+		int n = 0;
+
+		if (vgpu_backend_cuda_open(&b) || b.cuInit(0) || b.cuDeviceGetCount(&n) || n < 1)
+			_exit(1);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "socket-mode", required_argument, NULL, 'm' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct supervisor_config cfg = {
+		.socket_path = VGPU_DEFAULT_SOCKET,
+		.backend = "auto",
+		.pool_size = 2,
+		.socket_mode = 0666,
+		.worker = {
+			.sq_entries = 256,
+			.payload_size = 8u << 20,
+			.staging_chunk = 8u << 20,
+			.staging_chunks = 4,
+			.host_pool_size = 64ull << 30,
+		},
+	};
+	int c, foreground = 0;
+	char *end;
+
+	vgpu_log_init("vgpud", VGPU_LOG_INFO);
+	while ((c = getopt_long(argc, argv, "b:s:m:w:fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			cfg.backend = optarg;
+			break;
+		case 's':
+			cfg.socket_path = optarg;
+			break;
+		case 'm':
+			cfg.socket_mode = strtoul(optarg, &end, 8);
+			if (*end || cfg.socket_mode > 0777) {
+				fprintf(stderr, "vgpud: bad socket mode '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'w':
+			cfg.pool_size = strtoul(optarg, &end, 10);
+			if (*end || cfg.pool_size < 1 || cfg.pool_size > 64) {
+				fprintf(stderr, "vgpud: --workers takes 1..64\n");
+				return 2;
+			}
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vgpud: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!strcmp(cfg.backend, "auto"))
+		cfg.backend = cuda_usable() ? "cuda" : "host";
+	if (strcmp(cfg.backend, "cuda") && strcmp(cfg.backend, "host")) {
+		fprintf(stderr, "vgpud: unknown backend '%s' (cuda, host or auto)\n", cfg.backend);
+		return 2;
+	}
+	if (!foreground && daemon(0, 1) < 0) {
+		fprintf(stderr, "vgpud: cannot detach: %s\n", strerror(errno));
+		return 1;
+	}
+	return supervisor_run(&cfg);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor: one io_uring event loop that accepts clients on the
+ * daemon's socket, checks who they are, and hands each to a worker from a
+ * pool started ahead of time (each with its CUDA context ready). It reaps
+ * workers that end and keeps the pool full. It never touches CUDA itself,
+ * so forking workers from it is safe.
+ */
+#ifndef VGPU_SUPERVISOR_H
+#define VGPU_SUPERVISOR_H
+
+#include "worker.h"
+
+struct supervisor_config {
+	const char *socket_path;
+	const char *backend;		/* "cuda" or "host" */
+	unsigned int pool_size;		/* idle workers kept ready */
+	unsigned int max_sessions;
+	unsigned int socket_mode;	/* permissions of the socket file */
+	struct worker_config worker;
+};
+
+/* Runs until SIGTERM/SIGINT; returns the exit status. */
+int supervisor_run(const struct supervisor_config *cfg);
+
+#endif

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The objects behind the handles the program holds. The runtime issues
+ * every handle itself (no round trip): a handle is a pointer to one of
+ * these, and the id inside is what the ring carries to the worker, which
+ * maps it to the real object. The magic catches handles of the wrong kind.
+ */
+#ifndef VGPU_RUNTIME_HANDLES_H
+#define VGPU_RUNTIME_HANDLES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+
+enum vgpu_kind {
+	VGPU_K_CTX,
+	VGPU_K_STREAM,
+	VGPU_K_EVENT,
+	VGPU_K_MODULE,
+	VGPU_K_FUNC,
+	VGPU_K_COUNT
+};
+
+/* ids.c: small ids, never 0, reused after free. Thread-safe. */
+VGPU_HIDDEN uint32_t vgpu_id_alloc(enum vgpu_kind k);
+VGPU_HIDDEN void vgpu_id_free(enum vgpu_kind k, uint32_t id);
+
+#define VGPU_CTX_MAGIC		0x76637478u	/* "vctx" */
+#define VGPU_STREAM_MAGIC	0x76737472u	/* "vstr" */
+#define VGPU_EVENT_MAGIC	0x76657674u	/* "vevt" */
+#define VGPU_MODULE_MAGIC	0x766d6f64u	/* "vmod" */
+#define VGPU_FUNC_MAGIC		0x7666756eu	/* "vfun" */
+
+/* context.c */
+struct vgpu_ctx {
+	uint32_t magic;
+	uint32_t id;		/* primary contexts: device + 1 */
+	CUdevice dev;
+	bool primary;
+	unsigned int flags;
+	int refs;		/* primary: retain count; created: 1 */
+	bool active;		/* primary: retained at least once since reset */
+};
+
+/* The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT if none,
+ * as the driver answers (it never picks one on the program's behalf). */
+VGPU_HIDDEN CUresult vgpu_ctx_current(struct vgpu_ctx **out);
+/* A CUcontext handle checked; NULL means the current one. */
+VGPU_HIDDEN CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out);
+
+/* stream.c */
+struct vgpu_stream {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_ctx *ctx;
+	unsigned int flags;
+	int priority;
+};
+
+/*
+ * What a CUstream argument means for the ring: its context and its stream
+ * id. NULL is the legacy default stream (id 0) unless @ptds (the _ptsz/_ptds
+ * entry points), CU_STREAM_LEGACY is id 0, CU_STREAM_PER_THREAD (and NULL
+ * with @ptds) is the calling thread's own stream in the current context,
+ * created on first use. Anything else must be a live vgpu_stream.
+ */
+VGPU_HIDDEN CUresult vgpu_stream_resolve(CUstream h, bool ptds, struct vgpu_ctx **ctx,
+					 uint32_t *stream_id);
+
+/* event.c */
+struct vgpu_event {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_ctx *ctx;
+	unsigned int flags;
+};
+
+/* module.c: CUmodule and CUlibrary are both this. */
+struct vgpu_module {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_ctx *ctx;
+	bool is_library;
+};
+
+/* module.c: CUfunction and CUkernel are both this (cudart passes a
+ * CUkernel where a CUfunction is expected). */
+struct vgpu_func {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_module *mod;
+	struct vgpu_func_info *info;	/* layout and attributes, cached */
+	char name[];
+};
+
+VGPU_HIDDEN CUresult vgpu_func_resolve(CUfunction h, struct vgpu_func **out);
+
+#endif

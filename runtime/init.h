@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Driver initialisation state and the device snapshot, for every runtime
+ * file. Every driver entry point except cuInit, cuDriverGetVersion,
+ * cuGetErrorName/String and cuGetProcAddress starts with
+ *
+ *	CUresult rc = vgpu_initialized();
+ *	if (rc)
+ *		return rc;
+ *
+ * which answers CUDA_ERROR_NOT_INITIALIZED until cuInit has succeeded, as
+ * the driver does. Once it returns CUDA_SUCCESS, vgpu_session_peek() is
+ * never NULL.
+ */
+#ifndef VGPU_RUNTIME_INIT_H
+#define VGPU_RUNTIME_INIT_H
+
+#include "client.h"
+
+/* init.c: CUDA_SUCCESS once cuInit succeeded, else CUDA_ERROR_NOT_INITIALIZED.
+ * One atomic load. */
+VGPU_HIDDEN CUresult vgpu_initialized(void);
+
+/*
+ * device.c: the worker's snapshot of device @dev (struct vgpu_device_info in
+ * the shared region; attributes indexed by CUdevice_attribute). Answers
+ * CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_INVALID_DEVICE for an
+ * ordinal out of range. Never a round trip.
+ */
+VGPU_HIDDEN CUresult vgpu_device_info(CUdevice dev, const struct vgpu_device_info **out);
+/* Attribute @attr of @dev from the snapshot; 0 when dev or attr is invalid. */
+VGPU_HIDDEN int vgpu_device_attr(CUdevice dev, CUdevice_attribute attr);
+/* Devices in the snapshot; 0 before cuInit. */
+VGPU_HIDDEN int vgpu_device_count(void);
+
+#endif

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared rings on their own: layout checks, the SQ and payload ring
+ * between two threads over millions of entries with a checksum, hostile
+ * entries (payloads that lie about where they are), and the CQ.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "barrier.h"
+#include "ring.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...) do {						\
+	checks++;							\
+	if (!(cond)) {							\
+		failures++;						\
+		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
+		printf(__VA_ARGS__);					\
+		printf("\n");						\
+	}								\
+} while (0)
+
+/* Each side's private state on its own cache lines, as in two processes. */
+static struct vgpu_ring client __attribute__((aligned(128)));
+static struct vgpu_ring worker __attribute__((aligned(128)));
+static struct vgpu_welcome wl;
+static void *region;
+
+static void setup(uint32_t sq, uint32_t payload)
+{
+	CHECK(vgpu_layout(&wl, sq, 2 * sq, payload, 1u << 20, 4, 1) == 0, "layout");
+	region = mmap(NULL, wl.region_size, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(region != MAP_FAILED, "mmap");
+	CHECK(vgpu_ring_attach(&client, region, wl.region_size, &wl) == 0, "attach client");
+	CHECK(vgpu_ring_attach(&worker, region, wl.region_size, &wl) == 0, "attach worker");
+	client.bell = worker.bell = -1;
+}
+
+static void teardown(void)
+{
+	munmap(region, wl.region_size);
+}
+
+static void test_layout(void)
+{
+	struct vgpu_welcome w = { 0 }, bad;
+
+	CHECK(vgpu_layout(&w, 3, 8, 1 << 20, 1 << 20, 4, 1) == -EINVAL, "sq not pow2");
+	CHECK(vgpu_layout(&w, 8, 8, 1000, 1 << 20, 4, 1) == -EINVAL, "payload not pow2");
+	CHECK(vgpu_layout(&w, 8192, 8, 1 << 20, 1 << 20, 4, 1) == -EINVAL, "sq too big");
+	CHECK(vgpu_layout(&w, 8, 8, 1 << 20, 1 << 20, 17, 1) == -EINVAL, "too many chunks");
+	CHECK(vgpu_layout(&w, 8, 8, 1 << 20, 1000, 4, 1) == -EINVAL, "chunk not page sized");
+	CHECK(vgpu_layout(&w, 8, 16, 1 << 20, 1 << 20, 4, 1) == 0, "good layout");
+	bad = w;
+	bad.sq_off = w.region_size;
+	CHECK(vgpu_ring_attach(&client, NULL, w.region_size, &bad) == -EPROTO, "sq outside");
+	bad = w;
+	bad.staging_chunk = 1u << 30;
+	CHECK(vgpu_ring_attach(&client, NULL, w.region_size, &bad) == -EPROTO, "staging outside");
+	bad = w;
+	CHECK(vgpu_ring_attach(&client, NULL, w.region_size + 1, &bad) == -EPROTO, "size mismatch");
+}
+
+#define STRESS_N 2000000u
+
+static uint64_t sum_sent __attribute__((aligned(128)));
+static uint64_t sum_seen __attribute__((aligned(128)));
+
+static void *producer(void *arg)
+{
+	uint64_t sum = 0;
+
+	(void)arg;
+	for (uint32_t i = 0; i < STRESS_N; i++) {
+		struct vgpu_sqe *s;
+		uint32_t len = (i * 7919u) % 200, off = 0;
+		uint8_t *p = NULL;
+
+		while (len && !(p = client_payload_alloc(&client, len, &off)))
+			cpu_relax();
+		while (!(s = client_sq_next(&client)))
+			cpu_relax();
+		for (uint32_t k = 0; k < len; k++)
+			p[k] = (uint8_t)(i + k);
+		memset(s, 0, sizeof(*s));
+		s->opcode = i & 0xffff;
+		s->arg[0] = (uint64_t)i * 2654435761u;
+		s->payload_off = len ? off : 0;
+		s->payload_len = len;
+		sum += s->arg[0] + len;
+		client_sq_publish(&client);
+	}
+	sum_sent = sum;
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	uint8_t buf[256];
+	uint32_t got = 0, bad = 0;
+	uint64_t sum = 0;
+
+	(void)arg;
+	while (got < STRESS_N) {
+		struct vgpu_sqe s;
+		int n;
+
+		if (!worker_sq_pop(&worker, &s)) {
+			cpu_relax();
+			continue;
+		}
+		n = worker_payload_take(&worker, &s, buf, sizeof(buf));
+		if (n < 0 || (uint32_t)n != s.payload_len)
+			bad++;
+		for (int k = 0; k < n; k++)
+			if (buf[k] != (uint8_t)(got + k)) {
+				bad++;
+				break;
+			}
+		sum += s.arg[0] + (n > 0 ? n : 0);
+		got++;
+	}
+	sum_seen = sum;
+	CHECK(!bad, "%u entries with a wrong payload", bad);
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	pthread_t a, b;
+
+	setup(64, 1u << 16);
+	pthread_create(&b, NULL, consumer, NULL);
+	pthread_create(&a, NULL, producer, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	CHECK(sum_sent == sum_seen, "checksum %llu != %llu over %u entries",
+	      (unsigned long long)sum_sent, (unsigned long long)sum_seen, STRESS_N);
+	CHECK(worker_sq_empty(&worker), "drained");
+	teardown();
+}
+
+static void test_hostile(void)
+{
+	struct vgpu_sqe s = { 0 };
+	uint8_t buf[64];
+	uint32_t off;
+
+	setup(8, 8192);
+	/* A payload claimed at the wrong offset is refused, ring unchanged. */
+	s.payload_off = 100;
+	s.payload_len = 10;
+	CHECK(worker_payload_take(&worker, &s, buf, sizeof(buf)) == -EINVAL, "wrong offset");
+	s.payload_off = 0;
+	s.payload_len = 4000;
+	CHECK(worker_payload_take(&worker, &s, buf, sizeof(buf)) == -EINVAL, "too big for cap");
+	s.payload_len = 5000;
+	CHECK(worker_payload_skip(&worker, &s) == -EINVAL, "bigger than the ring");
+	s.payload_off = 4095;
+	s.payload_len = 0;
+	CHECK(worker_payload_take(&worker, &s, buf, sizeof(buf)) == 0, "no payload: ignored");
+	/* Never wrap: a payload that does not fit the tail goes to 0. */
+	CHECK(client_payload_alloc(&client, 3000, &off) && off == 0, "first at 0");
+	CHECK(client_payload_alloc(&client, 3000, &off) && off == 3000, "second at 3000");
+	s.payload_off = 0;
+	s.payload_len = 3000;
+	CHECK(worker_payload_skip(&worker, &s) == 0, "consume first");
+	s.payload_off = 3000;
+	CHECK(worker_payload_skip(&worker, &s) == 0, "consume second");
+	CHECK(client_payload_alloc(&client, 3000, &off) && off == 0, "third skips to 0");
+	s.payload_off = 6000;	/* a lie: the client skipped to 0 */
+	CHECK(worker_payload_skip(&worker, &s) == -EINVAL, "lie about the skip");
+	s.payload_off = 0;
+	CHECK(worker_payload_skip(&worker, &s) == 0, "skip accepted at 0");
+	CHECK(client_payload_alloc(&client, 5000, &off) == NULL, "more than half refused");
+	/* A tail far ahead of the head is not believed. */
+	store_release(&worker.sh->sq_tail, worker.sq_local + 1000);
+	CHECK(!worker_sq_pop(&worker, &s), "lying tail");
+	teardown();
+}
+
+static void test_cq(void)
+{
+	struct vgpu_cqe c = { .tag = 1, .result = 7 }, out;
+	uint32_t n = 0;
+
+	setup(8, 4096);
+	while (worker_cq_push(&worker, &c))
+		n++;
+	CHECK(n == 16, "CQ holds cq_entries (%u)", n);
+	CHECK(client_cq_pop(&client, &out) && out.tag == 1 && out.result == 7, "pop");
+	CHECK(worker_cq_push(&worker, &c), "room again");
+	teardown();
+}
+
+int main(void)
+{
+	test_layout();
+	test_hostile();
+	test_cq();
+	test_stress();
+	printf("test_ring: %d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
