@@ -113,3 +113,11 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# ---- the example the README's first command runs -------------------------
+$(B)/examples/vecadd: examples/vecadd.cu tests/e2e/kernels.cuh
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -o $@ $<
+
+demo:
+	tools/demo

@@ -279,12 +279,16 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 	struct vgpu_sqe sqe;
 	const char *why;
 	uint64_t spin_start = 0;
-	ssize_t n;
-	int ret;
+	int n, ret, out_fd = -1, nfds = 1;
 
 	w->sock = client_sock;
 	w->session_id = session_id;
-	n = recv(client_sock, &h, sizeof(h), 0);
+	n = vgpu_recv_fds(client_sock, &h, sizeof(h), &out_fd, &nfds);
+	/* Device printf writes to the worker's stdout: make it the client's. */
+	if (nfds == 1) {
+		dup2(out_fd, STDOUT_FILENO);
+		close(out_fd);
+	}
 	if (n != sizeof(h)) {
 		refuse(client_sock, EPROTO, "short hello");
 		return -EPROTO;

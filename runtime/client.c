@@ -8,6 +8,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -184,7 +185,10 @@ static CUresult connect_session(void)
 		return CUDA_ERROR_NO_DEVICE;
 	}
 	fill_hello(&h);
-	if (send(s->sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+	/* Our stdout goes along: device printf output lands there. */
+	fds[0] = STDOUT_FILENO;
+	if (vgpu_send_fds(s->sock, &h, sizeof(h), fds, fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 0 : 1) !=
+	    sizeof(h))
 		goto lost;
 	n = vgpu_recv_fds(s->sock, &s->wl, sizeof(s->wl), fds, &nfds);
 	if (n != sizeof(s->wl) || s->wl.magic != VGPU_PROTO_MAGIC)

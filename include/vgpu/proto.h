@@ -5,8 +5,10 @@
  * entries travel over every carrier: a memfd (default), /dev/vgpu pages, TCP.
  *
  * Connection (memfd carrier)
- *   1. The client connects to the daemon's Unix socket and sends a
- *      struct vgpu_hello. The daemon checks the peer with SO_PEERCRED.
+ *   1. The client connects to the daemon's Unix socket (SOCK_SEQPACKET)
+ *      and sends a struct vgpu_hello, with its stdout as SCM_RIGHTS so
+ *      device printf output reaches the program's own stdout. The daemon
+ *      checks the peer with SO_PEERCRED.
  *   2. The daemon hands the connection to a worker, which answers with a
  *      struct vgpu_welcome and, with SCM_RIGHTS, three descriptors: the
  *      shared region (memfd), the worker's doorbell (eventfd, the client
