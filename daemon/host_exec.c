@@ -505,8 +505,10 @@ CUresult host_cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **par
 	free(buf);
 
 	if (r && sticky_error(r)) {
-		vlog_warn("host backend: kernel %s: %s; the context is now unusable", k->name,
-			  r == CUDA_ERROR_ILLEGAL_ADDRESS ? "illegal address" : "device error");
+		const char *name = "?";
+
+		host_cuGetErrorName(r, &name);
+		vlog_warn("host backend: kernel %s: %s; the context is now unusable", k->name, name);
 		host_ctx_poison(ctx, r);
 		return r;
 	}

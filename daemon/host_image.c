@@ -782,6 +782,9 @@ static CUresult entry_parse(const struct entry *e, struct host_image *img)
 
 	if (r)
 		return r;
+	vlog_debug("host backend: reading the %s_%u entry (%s)",
+		   e->kind == FAT_ELF ? "sm" : "compute", e->arch,
+		   rd64(e->hdr + 40) & FAT_LZ4 ? "lz4" : rd64(e->hdr + 40) & FAT_ZSTD ? "zstd" : "plain");
 	if (e->kind == FAT_ELF) {
 		r = elf_parse(d, n, img);
 	} else {
@@ -856,7 +859,9 @@ static CUresult fatbin_parse(const uint8_t *d, struct host_image *img)
 				return r;
 		}
 	host_image_free(img);
-	vlog_err("host backend: no entry of this fatbin could be read");
+	vlog_err("host backend: no entry of this fatbin could be read (zstd entries need "
+		 "libzstd.so.1; or build with -Xfatbin=-compress-mode=speed, or "
+		 "-Xfatbin=-compress=false)");
 	return r;
 }
 

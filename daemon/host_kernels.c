@@ -158,7 +158,8 @@ static CUresult big_param(const struct host_launch *l)
 }
 
 #define PARAMS(...) (const struct host_param[]){ __VA_ARGS__ }
-#define NPARAMS(...) (sizeof((const struct host_param[]){ __VA_ARGS__ }) / sizeof(struct host_param))
+#define NPARAMS(...) \
+	(sizeof((const struct host_param[]){ __VA_ARGS__ }) / sizeof(struct host_param))
 #define KERNEL(nm, fn, size, ...) \
 	{ .name = nm, .nparams = NPARAMS(__VA_ARGS__), .params = PARAMS(__VA_ARGS__), \
 	  .params_size = size, .run = fn }

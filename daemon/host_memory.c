@@ -404,8 +404,9 @@ CUresult host_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 
 	if (r)
 		return r;
-	if (flags || !size || ptr % HOST_GRANULARITY || size % HOST_GRANULARITY ||
-	    offset % HOST_GRANULARITY || __builtin_add_overflow(ptr, size, &end))
+	/* cuda.h: "offset ... Note: currently must be zero", and drivers say so. */
+	if (flags || !size || ptr % HOST_GRANULARITY || size % HOST_GRANULARITY || offset ||
+	    __builtin_add_overflow(ptr, size, &end))
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&host.lock);
 	if (!host_set_has(&host.allocs, a) || a->released || offset > a->size ||
