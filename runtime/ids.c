@@ -63,7 +63,7 @@ static void reserve_low(struct id_space *s, enum vgpu_kind k, uint32_t from)
 
 static int grow(struct id_space *s, enum vgpu_kind k)
 {
-	uint32_t nw = s->words ? s->words * 2 : 4;
+	uint32_t nw = s->words ? s->words * 2 : 4, old;
 	uint64_t *nb;
 
 	if (nw > ID_LIMIT / 64)
@@ -75,41 +75,37 @@ static int grow(struct id_space *s, enum vgpu_kind k)
 		return -1;
 	memset(nb + s->words, 0, (size_t)(nw - s->words) * sizeof(*nb));
 	s->bits = nb;
-	reserve_low(s, k, s->words);
+	old = s->words;
 	s->words = nw;
+	reserve_low(s, k, old);
 	return 0;
 }
 
 uint32_t vgpu_id_alloc(enum vgpu_kind k)
 {
 	struct id_space *s;
-	uint32_t id = 0;
+	uint32_t w, id = 0;
 
 	if ((unsigned)k >= VGPU_K_COUNT)
 		return 0;
 	s = &spaces[k];
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		for (uint32_t w = s->hint; w < s->words; w++) {
-			if (s->bits[w] == ~0ull)
-				continue;
-			uint32_t b = (uint32_t)__builtin_ctzll(~s->bits[w]);
-
-			s->bits[w] |= 1ull << b;
-			s->hint = w;
-			id = w * 64u + b;
-			break;
-		}
-		if (id)
+		for (w = s->hint; w < s->words && s->bits[w] == ~0ull; w++)
+			;
+		if (w < s->words)
 			break;
 		s->hint = s->words;
 		if (grow(s, k)) {
+			pthread_mutex_unlock(&s->lock);
 			vlog_err("ids: no free %s id (%u live)", kind_name[k], s->live);
-			break;
+			return 0;
 		}
 	}
-	if (id)
-		s->live++;
+	id = w * 64u + (uint32_t)__builtin_ctzll(~s->bits[w]);
+	s->bits[w] |= 1ull << (id % 64);
+	s->hint = w;
+	s->live++;
 	pthread_mutex_unlock(&s->lock);
 	return id;
 }

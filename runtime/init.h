@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Driver initialisation state and the device snapshot, for every runtime
- * file. Every driver entry point except cuInit, cuDriverGetVersion,
+ * Driver initialisation state, the device snapshot and context identity,
+ * for every runtime file. Every driver entry point except cuInit, cuDriverGetVersion,
  * cuGetErrorName/String and cuGetProcAddress starts with
  *
  *	CUresult rc = vgpu_initialized();
@@ -32,5 +32,15 @@ VGPU_HIDDEN CUresult vgpu_device_info(CUdevice dev, const struct vgpu_device_inf
 VGPU_HIDDEN int vgpu_device_attr(CUdevice dev, CUdevice_attribute attr);
 /* Devices in the snapshot; 0 before cuInit. */
 VGPU_HIDDEN int vgpu_device_count(void);
+
+struct vgpu_ctx;
+/*
+ * context.c: the identity of one context *instance*, unique for the life of
+ * the process and never 0 (what cuCtxGetId answers). Context objects and
+ * ids are both recycled, so a destroyed context and a new one can share the
+ * address and the id; compare this instead. A primary context gets a new
+ * one each time it becomes active again after a release to zero or a reset.
+ */
+VGPU_HIDDEN uint64_t vgpu_ctx_uid(struct vgpu_ctx *c);
 
 #endif

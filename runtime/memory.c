@@ -21,6 +21,7 @@
 #include "driver.h"
 #include "init.h"
 #include "log.h"
+#include "unsupported.h"
 
 struct rtab {
 	struct vgpu_mem_range *v;	/* sorted by base, never overlapping */
@@ -193,8 +194,10 @@ void vgpu_mem_forget_ctx(struct vgpu_ctx *ctx)
 
 #define ENTER()							\
 	do {							\
-		if (!vgpu_initialized())			\
-			return CUDA_ERROR_NOT_INITIALIZED;	\
+		CUresult init_rc_ = vgpu_initialized();		\
+								\
+		if (init_rc_)					\
+			return init_rc_;			\
 	} while (0)
 
 /* The session and the current context, which every entry here needs. */
@@ -376,8 +379,9 @@ VGPU_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 	CUdeviceptr p;
 	CUresult rc;
 
+	ENTER();
 	if (!dptr)
-		return vgpu_initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = cuMemAlloc_v2(&p, bytesize);
 	if (rc)
 		return rc;
@@ -398,8 +402,9 @@ VGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
 	size_t pitch;
 	CUresult rc;
 
+	ENTER();
 	if (!dptr || !pPitch)
-		return vgpu_initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = cuMemAllocPitch_v2(&p, &pitch, WidthInBytes, Height, ElementSizeBytes);
 	if (rc)
 		return rc;
@@ -423,8 +428,9 @@ VGPU_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 	size_t f, t;
 	CUresult rc;
 
+	ENTER();
 	if (!free_bytes || !total)
-		return vgpu_initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = cuMemGetInfo_v2(&f, &t);
 	if (rc)
 		return rc;
@@ -502,6 +508,8 @@ VGPU_EXPORT CUresult cuMemFreeHost(void *p)
 	CUresult rc;
 
 	ENTER();
+	if (!p)
+		return CUDA_SUCCESS;
 	if (!untrack(&mem.pool, (uintptr_t)p, &r))
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_ctx_current(&ctx);
@@ -537,8 +545,9 @@ VGPU_EXPORT CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, u
 	CUdeviceptr d;
 	CUresult rc;
 
+	ENTER();
 	if (!pdptr)
-		return vgpu_initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = cuMemHostGetDevicePointer_v2(&d, p, Flags);
 	if (rc)
 		return rc;
@@ -637,7 +646,7 @@ static CUresult pointer_info(uint64_t p, struct vgpu_mem_range *r)
 	if (vgpu_mem_classify(s, p, 1, r) == VGPU_MEM_DEVICE && !r->size) {
 		rc = range_of(s, p, r);
 		if (rc == CUDA_ERROR_NOT_FOUND)
-			*r = (struct vgpu_mem_range){ .kind = VGPU_MEM_PAGEABLE, .base = 1 };
+			*r = (struct vgpu_mem_range){ .kind = VGPU_MEM_PAGEABLE };
 		else if (rc)
 			return rc;
 	}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Events. Create, destroy and record are posted without waiting (errors
+ * come back at the next synchronous call); synchronize, query and elapsed
+ * time wait for the worker's answer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+
+#define EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
+
+static CUresult resolve(CUevent h, struct vgpu_event **out)
+{
+	struct vgpu_event *ev = (struct vgpu_event *)h;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!ev || ev->magic != VGPU_EVENT_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = ev;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	struct vgpu_event *ev;
+	struct vgpu_ctx *ctx;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!phEvent || (Flags & ~(unsigned int)EVENT_FLAGS))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (Flags & CU_EVENT_INTERPROCESS)	/* needs cuIpc*EventHandle */
+		return Flags & CU_EVENT_DISABLE_TIMING ? CUDA_ERROR_NOT_SUPPORTED
+						       : CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&ctx);
+	if (rc)
+		return rc;
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ev->id = vgpu_id_alloc(VGPU_K_EVENT);
+	if (!ev->id) {
+		free(ev);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	ev->magic = VGPU_EVENT_MAGIC;
+	ev->ctx = ctx;
+	ev->flags = Flags;
+	rc = vgpu_post5(VGPU_OP_EVENT_CREATE, ctx->id, 0, ev->id, Flags, 0, 0, 0);
+	if (rc) {
+		vgpu_id_free(VGPU_K_EVENT, ev->id);
+		free(ev);
+		return rc;
+	}
+	*phEvent = (CUevent)ev;
+	return CUDA_SUCCESS;
+}
+
+static CUresult destroy(CUevent h)
+{
+	struct vgpu_event *ev;
+	CUresult rc = resolve(h, &ev);
+
+	if (rc)
+		return rc;
+	rc = vgpu_post5(VGPU_OP_EVENT_DESTROY, ev->ctx->id, 0, ev->id, 0, 0, 0, 0);
+	/* Reusable once the worker has been told (ring order does the rest). */
+	if (!rc)
+		vgpu_id_free(VGPU_K_EVENT, ev->id);
+	ev->magic = 0;
+	free(ev);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuEventDestroy(CUevent hEvent)
+{
+	return destroy(hEvent);
+}
+
+VGPU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+	return destroy(hEvent);
+}
+
+static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flags)
+{
+	struct vgpu_event *ev;
+	struct vgpu_ctx *ctx;
+	uint32_t sid;
+	CUresult rc = resolve(h, &ev);
+
+	if (rc)
+		return rc;
+	if (flags & ~(unsigned int)CU_EVENT_RECORD_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_stream_resolve(hStream, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	return vgpu_post5(VGPU_OP_EVENT_RECORD, ctx->id, sid, ev->id, flags, 0, 0, 0);
+}
+
+VGPU_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	return record(hEvent, hStream, false, 0);
+}
+
+VGPU_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+	return record(hEvent, hStream, true, 0);
+}
+
+VGPU_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return record(hEvent, hStream, false, flags);
+}
+
+VGPU_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+						 unsigned int flags)
+{
+	return record(hEvent, hStream, true, flags);
+}
+
+static CUresult event_call(uint16_t op, CUevent h)
+{
+	struct vgpu_event *ev;
+	CUresult rc = resolve(h, &ev);
+
+	return rc ? rc : vgpu_call5(op, ev->ctx->id, 0, ev->id, 0, 0, 0, 0, NULL);
+}
+
+VGPU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
+{
+	return event_call(VGPU_OP_EVENT_SYNCHRONIZE, hEvent);
+}
+
+VGPU_EXPORT CUresult cuEventQuery(CUevent hEvent)
+{
+	return event_call(VGPU_OP_EVENT_QUERY, hEvent);
+}
+
+static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
+{
+	struct vgpu_event *a, *b;
+	struct vgpu_cqe cqe = { 0 };
+	uint32_t bits;
+	CUresult rc = resolve(hStart, &a);
+
+	if (!rc)
+		rc = resolve(hEnd, &b);
+	if (rc)
+		return rc;
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(VGPU_OP_EVENT_ELAPSED, a->ctx->id, 0, a->id, b->id, 0, 0, 0, &cqe);
+	if (rc)
+		return rc;
+	bits = (uint32_t)cqe.val[0];
+	memcpy(ms, &bits, sizeof(*ms));
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return elapsed(pMilliseconds, hStart, hEnd);
+}
+
+VGPU_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return elapsed(pMilliseconds, hStart, hEnd);
+}

@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Streams. The runtime issues stream handles itself: STREAM_CREATE and
+ * STREAM_DESTROY are posted without waiting, and a failure of either shows
+ * at the next synchronous call, the way CUDA reports asynchronous errors.
+ * Flags and priority are kept here, so the getters never leave the process.
+ *
+ * Default streams: NULL and CU_STREAM_LEGACY are the legacy stream (ring
+ * id 0). CU_STREAM_PER_THREAD, and NULL in the _ptsz entry points, is the
+ * calling thread's own stream in the current context: an ordinary blocking
+ * stream (flags 0, so it still synchronises with the legacy stream, as
+ * CUDA's per-thread stream does), created on first use and destroyed when
+ * the thread exits.
+ *
+ * Stream capture is not supported (cuStreamBeginCapture keeps the
+ * NOT_SUPPORTED default), so every stream answers "not capturing".
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+#include "log.h"
+
+/* A stream handle points at this; the vgpu_stream comes first. */
+struct stream {
+	struct vgpu_stream s;
+	unsigned long long uid;	/* cuStreamGetId: never reused, unlike s.id */
+};
+
+static unsigned long long next_uid = 1;
+
+/* ---- creating and destroying --------------------------------------------- */
+
+static CUresult stream_new(struct vgpu_ctx *ctx, unsigned int flags, int priority,
+			   struct stream **out)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+	CUresult rc;
+
+	if (!st)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	st->s.id = vgpu_id_alloc(VGPU_K_STREAM);
+	if (!st->s.id) {
+		free(st);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	st->s.magic = VGPU_STREAM_MAGIC;
+	st->s.ctx = ctx;
+	st->s.flags = flags;
+	st->s.priority = priority;
+	st->uid = __atomic_fetch_add(&next_uid, 1, __ATOMIC_RELAXED);
+	rc = vgpu_post5(VGPU_OP_STREAM_CREATE, ctx->id, 0, st->s.id, flags,
+			(uint64_t)(int64_t)priority, 0, 0);
+	if (rc) {
+		vgpu_id_free(VGPU_K_STREAM, st->s.id);
+		free(st);
+		return rc;
+	}
+	*out = st;
+	return CUDA_SUCCESS;
+}
+
+/* Queued work still runs: the worker's cuStreamDestroy lets it finish. */
+static CUresult stream_free(struct stream *st)
+{
+	CUresult rc = vgpu_post5(VGPU_OP_STREAM_DESTROY, st->s.ctx->id, 0, st->s.id, 0, 0, 0, 0);
+
+	/* The id is free again only once the worker has been told: a later
+	 * STREAM_CREATE with it comes after the destroy in ring order. */
+	if (!rc)
+		vgpu_id_free(VGPU_K_STREAM, st->s.id);
+	st->s.magic = 0;
+	free(st);
+	return rc;
+}
+
+/* ---- per-thread default streams ------------------------------------------ */
+
+#define PTDS_SLOTS 8	/* contexts one thread uses; the oldest is evicted */
+
+struct ptds_slot {
+	struct vgpu_ctx *ctx;
+	uint64_t ctx_uid;	/* the context instance: objects and ids are recycled */
+	struct stream *st;
+};
+
+static __thread struct ptds_slot ptds[PTDS_SLOTS];
+static __thread unsigned int ptds_evict;
+static pthread_key_t ptds_key;
+static pthread_once_t ptds_once = PTHREAD_ONCE_INIT;
+
+/* Whether the context a slot was made in is still the live, active one
+ * (context objects are never freed, so the pointer is safe to read). */
+static bool slot_ctx_live(const struct ptds_slot *sl)
+{
+	struct vgpu_ctx *c = sl->ctx;
+
+	return __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == VGPU_CTX_MAGIC &&
+	       (!c->primary || __atomic_load_n(&c->active, __ATOMIC_ACQUIRE)) &&
+	       vgpu_ctx_uid(c) == sl->ctx_uid;
+}
+
+/*
+ * Destroys a per-thread stream whose context still lives. One whose
+ * context was destroyed or reset went with it on the GPU; its id stays
+ * taken, since the worker may still map it.
+ */
+static void ptds_drop(struct ptds_slot *sl)
+{
+	if (!sl->st)
+		return;
+	if (slot_ctx_live(sl))
+		stream_free(sl->st);
+	else
+		free(sl->st);
+	sl->st = NULL;
+}
+
+static void ptds_thread_exit(void *arg)
+{
+	struct ptds_slot *slots = arg;
+
+	for (int i = 0; i < PTDS_SLOTS; i++)
+		ptds_drop(&slots[i]);
+}
+
+static void ptds_key_init(void)
+{
+	if (pthread_key_create(&ptds_key, ptds_thread_exit))
+		vlog_warn("no thread-exit hook: per-thread streams outlive their threads");
+}
+
+static CUresult per_thread(struct stream **out)
+{
+	struct ptds_slot *sl = NULL;
+	struct vgpu_ctx *ctx;
+	uint64_t uid;
+	CUresult rc = vgpu_ctx_current(&ctx);
+
+	if (rc)
+		return rc;
+	uid = vgpu_ctx_uid(ctx);
+	for (int i = 0; i < PTDS_SLOTS; i++) {
+		if (ptds[i].st && ptds[i].ctx == ctx && ptds[i].ctx_uid == uid) {
+			*out = ptds[i].st;
+			return CUDA_SUCCESS;
+		}
+		/* A slot of a dead context instance is free again. */
+		if (ptds[i].st && !slot_ctx_live(&ptds[i]))
+			ptds_drop(&ptds[i]);
+		if (!sl && !ptds[i].st)
+			sl = &ptds[i];
+	}
+	if (!sl) {
+		sl = &ptds[ptds_evict++ % PTDS_SLOTS];
+		ptds_drop(sl);
+	}
+	rc = stream_new(ctx, CU_STREAM_DEFAULT, 0, &sl->st);
+	if (rc)
+		return rc;
+	sl->ctx = ctx;
+	sl->ctx_uid = uid;
+	pthread_once(&ptds_once, ptds_key_init);
+	pthread_setspecific(ptds_key, ptds);
+	*out = sl->st;
+	return CUDA_SUCCESS;
+}
+
+/* ---- resolving handles --------------------------------------------------- */
+
+/* The stream object behind @h (NULL for the legacy stream) and its context. */
+static CUresult lookup(CUstream h, bool ptds_default, struct stream **st, struct vgpu_ctx **ctx)
+{
+	struct stream *s = (struct stream *)h;
+	CUresult rc;
+
+	*st = NULL;
+	if (h == CU_STREAM_PER_THREAD || (!h && ptds_default)) {
+		rc = per_thread(st);
+		if (!rc)
+			*ctx = (*st)->s.ctx;
+		return rc;
+	}
+	if (!h || h == CU_STREAM_LEGACY)
+		return vgpu_ctx_current(ctx);
+	if (s->s.magic != VGPU_STREAM_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*st = s;
+	*ctx = s->s.ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_stream_resolve(CUstream h, bool ptds_default, struct vgpu_ctx **ctx,
+			     uint32_t *stream_id)
+{
+	struct stream *st;
+	struct vgpu_ctx *c;
+	CUresult rc = lookup(h, ptds_default, &st, &c);
+
+	if (rc)
+		return rc;
+	if (ctx)
+		*ctx = c;
+	if (stream_id)
+		*stream_id = st ? st->s.id : 0;
+	return CUDA_SUCCESS;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+static void priority_range(int *least, int *greatest)
+{
+	/* H100's range, should the context code not answer. */
+	if (cuCtxGetStreamPriorityRange(least, greatest)) {
+		*least = 0;
+		*greatest = -5;
+	}
+}
+
+static CUresult create(CUstream *ph, unsigned int flags, int priority)
+{
+	struct vgpu_ctx *ctx;
+	struct stream *st;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!ph || (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&ctx);
+	if (rc)
+		return rc;
+	rc = stream_new(ctx, flags, priority, &st);
+	if (!rc)
+		*ph = (CUstream)st;
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	return create(phStream, Flags, 0);
+}
+
+VGPU_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+						int priority)
+{
+	int least, greatest;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	/* Out-of-range priorities are clamped, as CUDA does. */
+	priority_range(&least, &greatest);
+	if (priority > least)
+		priority = least;
+	if (priority < greatest)
+		priority = greatest;
+	return create(phStream, flags, priority);
+}
+
+static CUresult destroy(CUstream h)
+{
+	struct stream *st = (struct stream *)h;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD ||
+	    st->s.magic != VGPU_STREAM_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return stream_free(st);
+}
+
+VGPU_EXPORT CUresult cuStreamDestroy(CUstream hStream)
+{
+	return destroy(hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+	return destroy(hStream);
+}
+
+/* Entry check plus lookup, for the getters below. */
+static CUresult get(CUstream h, bool ptds_default, struct stream **st, struct vgpu_ctx **ctx)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : lookup(h, ptds_default, st, ctx);
+}
+
+static CUresult get_priority(CUstream h, bool ptds_default, int *priority)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!priority)
+		return CUDA_ERROR_INVALID_VALUE;
+	*priority = st ? st->s.priority : 0;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	return get_priority(hStream, false, priority);
+}
+
+VGPU_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
+{
+	return get_priority(hStream, true, priority);
+}
+
+static CUresult get_flags(CUstream h, bool ptds_default, unsigned int *flags)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = st ? st->s.flags : 0;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+	return get_flags(hStream, false, flags);
+}
+
+VGPU_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+	return get_flags(hStream, true, flags);
+}
+
+static CUresult get_ctx(CUstream h, bool ptds_default, CUcontext *pctx, CUgreenCtx *pgreen)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = (CUcontext)ctx;
+	if (pgreen)
+		*pgreen = NULL;	/* no green contexts */
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+	return get_ctx(hStream, false, pctx, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
+{
+	return get_ctx(hStream, true, pctx, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+	return get_ctx(hStream, false, pCtx, pGreenCtx);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
+					    CUgreenCtx *pGreenCtx)
+{
+	return get_ctx(hStream, true, pCtx, pGreenCtx);
+}
+
+static CUresult get_id(CUstream h, bool ptds_default, unsigned long long *id)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	*id = st ? st->uid : 0;	/* 0: the legacy stream */
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+	return get_id(hStream, false, streamId);
+}
+
+VGPU_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
+{
+	return get_id(hStream, true, streamId);
+}
+
+static CUresult get_device(CUstream h, bool ptds_default, CUdevice *dev)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dev = ctx->dev;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+	return get_device(hStream, false, device);
+}
+
+VGPU_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
+{
+	return get_device(hStream, true, device);
+}
+
+/* STREAM_SYNCHRONIZE and STREAM_QUERY: synchronous, on sqe.stream. */
+static CUresult stream_call(uint16_t op, CUstream h, bool ptds_default)
+{
+	struct vgpu_ctx *ctx;
+	uint32_t id;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
+	return rc ? rc : vgpu_call5(op, ctx->id, id, 0, 0, 0, 0, 0, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
+{
+	return stream_call(VGPU_OP_STREAM_SYNCHRONIZE, hStream, false);
+}
+
+VGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	return stream_call(VGPU_OP_STREAM_SYNCHRONIZE, hStream, true);
+}
+
+VGPU_EXPORT CUresult cuStreamQuery(CUstream hStream)
+{
+	return stream_call(VGPU_OP_STREAM_QUERY, hStream, false);
+}
+
+VGPU_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+	return stream_call(VGPU_OP_STREAM_QUERY, hStream, true);
+}
+
+static CUresult wait_event(CUstream h, bool ptds_default, CUevent hEvent, unsigned int flags)
+{
+	const struct vgpu_event *ev = (const struct vgpu_event *)hEvent;
+	struct vgpu_ctx *ctx;
+	uint32_t id;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (flags & ~(unsigned int)CU_EVENT_WAIT_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ev || ev->magic != VGPU_EVENT_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
+	return rc ? rc : vgpu_post5(VGPU_OP_STREAM_WAIT_EVENT, ctx->id, id, ev->id, flags, 0, 0, 0);
+}
+
+VGPU_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return wait_event(hStream, false, hEvent, Flags);
+}
+
+VGPU_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return wait_event(hStream, true, hEvent, Flags);
+}
+
+/* ---- capture: never active ----------------------------------------------- */
+
+static CUresult not_capturing(CUstream h, bool ptds_default, CUstreamCaptureStatus *status,
+			      cuuint64_t *id)
+{
+	struct vgpu_ctx *ctx;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds_default, &ctx, NULL);
+	if (rc)
+		return rc;
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (id)
+		*id = 0;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return not_capturing(hStream, false, captureStatus, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+					      CUstreamCaptureStatus *captureStatus)
+{
+	return not_capturing(hStream, true, captureStatus, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					    cuuint64_t *id_out)
+{
+	return not_capturing(hStream, false, captureStatus_out, id_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+						 CUstreamCaptureStatus *captureStatus_out,
+						 cuuint64_t *id_out)
+{
+	return not_capturing(hStream, true, captureStatus_out, id_out);
+}
+
+/* The graph outputs are meaningful only while capturing: cleared. */
+static CUresult capture_info(CUstream h, bool ptds_default, CUstreamCaptureStatus *status,
+			     cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+			     const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	CUresult rc = not_capturing(h, ptds_default, status, id);
+
+	if (rc)
+		return rc;
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+					       CUstreamCaptureStatus *captureStatus_out,
+					       cuuint64_t *id_out, CUgraph *graph_out,
+					       const CUgraphNode **dependencies_out,
+					       size_t *numDependencies_out)
+{
+	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+			    dependencies_out, NULL, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+						    CUstreamCaptureStatus *captureStatus_out,
+						    cuuint64_t *id_out, CUgraph *graph_out,
+						    const CUgraphNode **dependencies_out,
+						    size_t *numDependencies_out)
+{
+	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+			    dependencies_out, NULL, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+					       CUstreamCaptureStatus *captureStatus_out,
+					       cuuint64_t *id_out, CUgraph *graph_out,
+					       const CUgraphNode **dependencies_out,
+					       const CUgraphEdgeData **edgeData_out,
+					       size_t *numDependencies_out)
+{
+	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+			    dependencies_out, edgeData_out, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+						    CUstreamCaptureStatus *captureStatus_out,
+						    cuuint64_t *id_out, CUgraph *graph_out,
+						    const CUgraphNode **dependencies_out,
+						    const CUgraphEdgeData **edgeData_out,
+						    size_t *numDependencies_out)
+{
+	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+			    dependencies_out, edgeData_out, numDependencies_out);
+}
