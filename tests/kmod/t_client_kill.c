@@ -47,7 +47,6 @@ int main(void)
 	struct pollfd pfd;
 	struct kt_stats st;
 	uint8_t *view[NREG];
-	struct vgpu_event ev;
 	struct kt_map w;
 	struct msg m;
 	int srv, wfd, p[2], i, status;
