@@ -88,7 +88,8 @@ void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c)
 	}
 }
 
-static void answer(struct worker *w, const struct vgpu_sqe *sqe, struct vgpu_cqe *c)
+static void answer(struct worker *w, const struct op_desc *d, const struct vgpu_sqe *sqe,
+		   struct vgpu_cqe *c)
 {
 	if (!sqe->tag) {
 		if (c->result && !w->deferred)
@@ -98,7 +99,10 @@ static void answer(struct worker *w, const struct vgpu_sqe *sqe, struct vgpu_cqe
 				   sqe->opcode, c->result);
 		return;
 	}
-	worker_fold_deferred(w, c);
+	/* Context bookkeeping must not report others' errors: the runtime
+	 * would undo a change the worker made. */
+	if (!d || !(d->flags & OPF_NO_FOLD))
+		worker_fold_deferred(w, c);
 	worker_post(w, c);
 }
 
@@ -145,5 +149,5 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 	if (c.result)
 		vlog_debug("%s -> %d", d->name, c.result);
 out:
-	answer(w, sqe, &c);
+	answer(w, d, sqe, &c);
 }

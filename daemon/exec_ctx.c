@@ -191,12 +191,12 @@ static enum op_status op_mem_get_info(struct worker *w, struct op_call *call)
 
 const struct op_desc exec_ctx_ops[] = {
 	OP(NOP, 0, op_nop),
-	OP(PRIMARY_RETAIN, 0, op_primary_retain),
-	OP(PRIMARY_RELEASE, 0, op_primary_release),
-	OP(PRIMARY_SET_FLAGS, 0, op_primary_set_flags),
+	OP(PRIMARY_RETAIN, OPF_NO_FOLD, op_primary_retain),
+	OP(PRIMARY_RELEASE, OPF_NO_FOLD, op_primary_release),
+	OP(PRIMARY_SET_FLAGS, OPF_NO_FOLD, op_primary_set_flags),
 	OP(PRIMARY_RESET, 0, op_primary_reset),
-	OP(CTX_CREATE, 0, op_ctx_create),
-	OP(CTX_DESTROY, 0, op_ctx_destroy),
+	OP(CTX_CREATE, OPF_NO_FOLD, op_ctx_create),
+	OP(CTX_DESTROY, OPF_NO_FOLD, op_ctx_destroy),
 	OP(CTX_SYNCHRONIZE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_ctx_synchronize),
 	OP(CTX_SET_LIMIT, OPF_NEEDS_CTX, op_set_limit),
 	OP(CTX_GET_LIMIT, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get_limit),

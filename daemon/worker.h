@@ -76,6 +76,7 @@ struct op_desc {
 
 #define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
 #define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */
+#define OPF_NO_FOLD	(1u << 2)	/* its answer is about itself alone */
 
 #define OP(code, f, fn) { VGPU_OP_##code, (f), fn, #code }
 

@@ -20,10 +20,13 @@
  * the last cuDevicePrimaryCtxRelease (1 -> 0) sends PRIMARY_RELEASE, so the
  * worker's count is 1 exactly while the context is active. Reset runs the
  * context-local-storage destructors, sends PRIMARY_RESET, then the release
- * that the active state owed. Calls that need a live context on an
- * inactive primary are answered CUDA_ERROR_INVALID_CONTEXT by the worker
- * (no mapping for its id); the queries answered here (device, flags, id,
- * API version) work without a retain, which cudart relies on.
+ * that the active state owed. A primary context that is not retained
+ * has no mapping on the worker: vgpu_ctx_current/vgpu_ctx_resolve answer
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED for it (cuda.h: "... or is a primary
+ * context which has not yet been initialized") before anything is sent,
+ * while the queries answered here (device, flags, id, API version, cache
+ * and shared-memory config, priorities) work without a retain: cudart
+ * makes the peeked primary current before it retains it.
  *
  * The context stack is per thread (depth 64), current on top. Entries
  * remember the generation of a created context: a context destroyed by
@@ -112,6 +115,22 @@ static bool is_primary_handle(const void *h)
 	return p >= b && p < b + sizeof(prim) && (p - b) % sizeof(prim[0]) == 0;
 }
 
+/* Primary refs change under prim_lock; the liveness checks read them bare. */
+static void set_refs(struct ctx_obj *o, int refs)
+{
+	__atomic_store_n(&o->c.refs, refs, __ATOMIC_RELEASE);
+}
+
+/* cuda.h, CUDA_ERROR_CONTEXT_IS_DESTROYED: "the context current to the
+ * calling thread has been destroyed using cuCtxDestroy, or is a primary
+ * context which has not yet been initialized". */
+static CUresult usable(struct vgpu_ctx *c)
+{
+	if (c->primary && __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) <= 0)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	return CUDA_SUCCESS;
+}
+
 /* A non-NULL handle to a live context (primary: always). */
 static CUresult lookup(CUcontext h, struct ctx_obj **out)
 {
@@ -163,13 +182,16 @@ static bool entry_live(const struct stack_ent *e)
 {
 	const struct ctx_obj *o = e->o;
 
-	if (o->c.primary)
+	if (is_primary_handle(o))
 		return true;
 	return __atomic_load_n(&o->gen, __ATOMIC_ACQUIRE) == e->gen &&
 	       __atomic_load_n(&o->c.magic, __ATOMIC_ACQUIRE) == VGPU_CTX_MAGIC;
 }
 
-CUresult vgpu_ctx_current(struct vgpu_ctx **out)
+/* The current context, an inactive primary included: for the queries
+ * answered here, which cudart makes between making the peeked primary
+ * current and retaining it. */
+static CUresult current_any(struct vgpu_ctx **out)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -183,19 +205,33 @@ CUresult vgpu_ctx_current(struct vgpu_ctx **out)
 	return CUDA_SUCCESS;
 }
 
-CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out)
+static CUresult resolve_any(CUcontext h, struct vgpu_ctx **out)
 {
 	struct ctx_obj *o;
 	CUresult rc;
 
 	if (!h)
-		return vgpu_ctx_current(out);
+		return current_any(out);
 	rc = vgpu_initialized();
 	if (!rc)
 		rc = lookup(h, &o);
 	if (!rc)
 		*out = &o->c;
 	return rc;
+}
+
+CUresult vgpu_ctx_current(struct vgpu_ctx **out)
+{
+	CUresult rc = current_any(out);
+
+	return rc ? rc : usable(*out);
+}
+
+CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out)
+{
+	CUresult rc = resolve_any(h, out);
+
+	return rc ? rc : usable(*out);
 }
 
 uint64_t vgpu_ctx_uid(struct vgpu_ctx *c)
@@ -273,7 +309,7 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 			o->uid = new_uid();
 		vlog_debug("primary context of device %d active", dev);
 	}
-	o->c.refs++;
+	set_refs(o, o->c.refs + 1);
 	pthread_mutex_unlock(&prim_lock);
 	*pctx = handle_of(o);
 	return CUDA_SUCCESS;
@@ -310,7 +346,8 @@ static CUresult primary_release(CUdevice dev)
 		pthread_mutex_unlock(&prim_lock);
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
-	if (--o->c.refs > 0) {
+	set_refs(o, o->c.refs - 1);
+	if (o->c.refs > 0) {
 		pthread_mutex_unlock(&prim_lock);
 		return CUDA_SUCCESS;
 	}
@@ -354,7 +391,7 @@ static CUresult primary_reset(CUdevice dev)
 		return rc;
 	pthread_mutex_lock(&prim_lock);
 	was = o->c.refs;
-	o->c.refs = 0;
+	set_refs(o, 0);
 	o->c.active = false;
 	o->uid = 0;
 	__atomic_store_n(&o->cache, CU_FUNC_CACHE_PREFER_NONE, __ATOMIC_RELAXED);
@@ -736,7 +773,7 @@ VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 		return rc;
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*device = c->dev;
@@ -752,7 +789,7 @@ VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 		return rc;
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve(ctx, &c);
+	rc = resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*device = c->dev;
@@ -780,7 +817,7 @@ VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 		return rc;
 	if (!flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*flags = ctx_flags(c);
@@ -802,7 +839,7 @@ VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
 		return rc;
 	if (!valid_ctx_flags(flags))
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	if (!c->primary) {
@@ -824,7 +861,7 @@ VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 		return rc;
 	if (!ctxId)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve(ctx, &c);
+	rc = resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*ctxId = vgpu_ctx_uid(c);
@@ -840,7 +877,7 @@ VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 		return rc;
 	if (!version)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve(ctx, &c);
+	rc = resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*version = CTX_API_VERSION;
@@ -856,7 +893,7 @@ VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 		return rc;
 	if (!pconfig)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*pconfig = (CUfunc_cache)__atomic_load_n(&obj_of(c)->cache, __ATOMIC_RELAXED);
@@ -874,7 +911,7 @@ VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
 		return rc;
 	if (!pConfig)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
@@ -889,7 +926,7 @@ VGPU_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greate
 
 	if (rc)
 		return rc;
-	rc = vgpu_ctx_current(&c);
+	rc = current_any(&c);
 	if (rc)
 		return rc;
 	prio = vgpu_device_attr(c->dev, CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED) != 0;

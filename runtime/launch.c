@@ -69,11 +69,15 @@ static CUresult check_dims(const struct vgpu_func *f, const struct launch *L, CU
 		CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
 		CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
 	};
+	const struct vgpu_device_info *d;
 	uint64_t threads = 1;
+	int max_threads, max_smem;
+	CUresult rc = vgpu_device_info(dev, &d);
 
+	if (rc)
+		return rc;
 	for (int i = 0; i < 3; i++) {
-		int gmax = vgpu_device_attr(dev, grid_attr[i]);
-		int bmax = vgpu_device_attr(dev, block_attr[i]);
+		int gmax = d->attr[grid_attr[i]], bmax = d->attr[block_attr[i]];
 
 		if (!L->grid[i] || !L->block[i] || L->grid[i] > pack_max[i] ||
 		    L->block[i] > pack_max[i])
@@ -83,12 +87,13 @@ static CUresult check_dims(const struct vgpu_func *f, const struct launch *L, CU
 			return CUDA_ERROR_INVALID_VALUE;
 		threads *= L->block[i];
 	}
-	if (threads > (uint64_t)__atomic_load_n(&f->info->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK],
-						 __ATOMIC_RELAXED))
+	/* 0: the worker could not read the attribute; let the driver judge. */
+	max_threads = f->info->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+	if (max_threads > 0 && threads > (uint64_t)max_threads)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (L->smem > (unsigned int)__atomic_load_n(
-			      &f->info->attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES],
-			      __ATOMIC_RELAXED))
+	max_smem = __atomic_load_n(&f->info->attr[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES],
+				   __ATOMIC_RELAXED);
+	if (L->smem > (unsigned int)max_smem)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (int i = 0; L->cluster[0] && i < 3; i++)
 		if (!L->cluster[i] || L->grid[i] % L->cluster[i])

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -319,24 +320,20 @@ static CUresult jit_options(unsigned int n, CUjit_option *opt, void **val)
 		if ((unsigned int)opt[i] >= CU_JIT_NUM_OPTIONS)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	/* Logs first: their sizes are read before being answered. */
 	for (unsigned int i = 0; i < n; i++) {
-		switch (opt[i]) {
-		case CU_JIT_INFO_LOG_BUFFER:
-		case CU_JIT_ERROR_LOG_BUFFER:
-			for (unsigned int j = 0; j < n; j++)
-				if (opt[j] == opt[i] + 1 && (uintptr_t)val[j] && val[i])
-					*(char *)val[i] = 0;
-			break;
-		case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
-		case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+		if (opt[i] != CU_JIT_INFO_LOG_BUFFER && opt[i] != CU_JIT_ERROR_LOG_BUFFER)
+			continue;
+		for (unsigned int j = 0; j < n; j++)
+			if (opt[j] == opt[i] + 1 && (uintptr_t)val[j] && val[i])
+				*(char *)val[i] = 0;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (opt[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
+		    opt[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
 			val[i] = NULL;	/* bytes of log written */
-			break;
-		case CU_JIT_WALL_TIME:
+		else if (opt[i] == CU_JIT_WALL_TIME)
 			memset(&val[i], 0, sizeof(float));
-			break;
-		default:
-			break;
-		}
 	}
 	return CUDA_SUCCESS;
 }
