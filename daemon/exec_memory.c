@@ -4,8 +4,9 @@
 #include "worker.h"
 
 /*
- * Addresses a client names must be its own: inside its device window or
- * inside a live allocation of its host pool. Anything else could make the
+ * Addresses a client names must be its own: inside its device window, a
+ * live allocation of its host pool, or a module global it looked up
+ * (those live where the driver puts them). Anything else could make the
  * worker read or write its own private memory through unified addressing.
  */
 static int in_window(struct worker *w, uint64_t p, uint64_t len)
@@ -16,7 +17,8 @@ static int in_window(struct worker *w, uint64_t p, uint64_t len)
 
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len)
 {
-	return in_window(w, p, len) || hostpool_contains(&w->pool, p, len);
+	return in_window(w, p, len) || hostpool_contains(&w->pool, p, len) ||
+	       worker_global_contains(w, p, len);
 }
 
 static CUdevice ctx_device(struct worker *w)

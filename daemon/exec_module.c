@@ -45,6 +45,45 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+int worker_global_contains(struct worker *w, uint64_t p, uint64_t len)
+{
+	for (size_t i = 0; i < w->nglobals; i++) {
+		const struct global_range *g = &w->globals[i];
+
+		if (p >= g->addr && len <= g->size && p - g->addr <= g->size - len)
+			return 1;
+	}
+	return 0;
+}
+
+static void remember_global(struct worker *w, uint64_t addr, uint64_t size, uint32_t module)
+{
+	struct global_range *g;
+
+	if (worker_global_contains(w, addr, size))
+		return;
+	if (w->nglobals == w->cap_globals) {
+		size_t cap = w->cap_globals ? 2 * w->cap_globals : 32;
+
+		g = realloc(w->globals, cap * sizeof(*g));
+		if (!g)
+			return;	/* copies to it will be refused, not wild */
+		w->globals = g;
+		w->cap_globals = cap;
+	}
+	w->globals[w->nglobals++] = (struct global_range){ addr, size, module };
+}
+
+static void forget_globals(struct worker *w, uint32_t module)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < w->nglobals; i++)
+		if (w->globals[i].module != module)
+			w->globals[j++] = w->globals[i];
+	w->nglobals = j;
+}
+
 static enum op_status op_module_unload(struct worker *w, struct op_call *call)
 {
 	struct obj_entry *e = obj_get(&w->modules, call->sqe->arg[0]);
@@ -55,7 +94,8 @@ static enum op_status op_module_unload(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
-	/* Functions die with their module. */
+	/* Functions and globals die with their module. */
+	forget_globals(w, call->sqe->arg[0]);
 	obj_for_each(&w->funcs, i, f)
 		if (f->aux == call->sqe->arg[0])
 			obj_remove(&w->funcs, i);
@@ -139,6 +179,8 @@ static enum op_status op_get_global(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	call->cqe->result = w->B.cuModuleGetGlobal_v2(&p, &size, m->obj, name);
+	if (!call->cqe->result)
+		remember_global(w, p, size, call->sqe->arg[0]);
 	call->cqe->val[0] = p;
 	call->cqe->val[1] = size;
 	return OP_DONE;

@@ -46,6 +46,8 @@ struct worker {
 	struct vmem vmem;
 	struct hostpool pool;
 	bool dead;			/* the client went away */
+	struct global_range *globals;	/* module globals the client looked up */
+	size_t nglobals, cap_globals;
 	pthread_mutex_t cb_lock;	/* host callbacks in flight */
 	uint32_t cb_posted;
 };
@@ -102,6 +104,13 @@ void dispatch_init(void);
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe);
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id);
 CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err);
+struct global_range {
+	uint64_t addr, size;
+	uint32_t module;
+};
+
+/* exec_module.c: [p, p + len) inside a module global the client knows. */
+int worker_global_contains(struct worker *w, uint64_t p, uint64_t len);
 /* True when [p, p + len) is the client's own device or pool memory. */
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len);
 /* Puts the pending error of earlier asynchronous calls into a reply. */

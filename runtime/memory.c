@@ -153,9 +153,12 @@ enum vgpu_mem_kind vgpu_mem_classify(const struct vgpu_session *s, uint64_t p, u
 
 	if (!len)
 		len = 1;
-	if (vgpu_is_device(s, p)) {
-		if (!lookup(&mem.dev, p, &r))
-			r = (struct vgpu_mem_range){ .kind = VGPU_MEM_DEVICE };
+	/* Module globals are device memory outside the window: look them up
+	 * wherever they are. */
+	if (lookup(&mem.dev, p, &r)) {
+		/* a known device allocation or global */
+	} else if (vgpu_is_device(s, p)) {
+		r = (struct vgpu_mem_range){ .kind = VGPU_MEM_DEVICE };
 	} else if (vgpu_is_pool(s, p, len) && lookup(&mem.pool, p, &r) &&
 		   len <= r.size - (p - r.base)) {
 		/* a live pinned block */
@@ -311,15 +314,16 @@ VGPU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 	CUresult rc;
 
 	ENTER();
-	if (!free_bytes || !total)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = begin(&s, &ctx);
 	if (!rc)
 		rc = vgpu_call5(VGPU_OP_MEM_GET_INFO, ctx->id, 0, 0, 0, 0, 0, 0, &c);
 	if (rc)
 		return rc;
-	*free_bytes = c.val[0];
-	*total = c.val[1];
+	/* The driver accepts NULL for either answer (measured on driver 580). */
+	if (free_bytes)
+		*free_bytes = c.val[0];
+	if (total)
+		*total = c.val[1];
 	return CUDA_SUCCESS;
 }
 
@@ -429,13 +433,13 @@ VGPU_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 	CUresult rc;
 
 	ENTER();
-	if (!free_bytes || !total)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = cuMemGetInfo_v2(&f, &t);
 	if (rc)
 		return rc;
-	*free_bytes = f > UINT_MAX ? UINT_MAX : (unsigned int)f;
-	*total = t > UINT_MAX ? UINT_MAX : (unsigned int)t;
+	if (free_bytes)
+		*free_bytes = f > UINT_MAX ? UINT_MAX : (unsigned int)f;
+	if (total)
+		*total = t > UINT_MAX ? UINT_MAX : (unsigned int)t;
 	return CUDA_SUCCESS;
 }
 
