@@ -33,7 +33,7 @@ VGPU := $(B)/bin/vgpu
 LIBVGPU := $(RUNTIME_LIB)
 
 .PHONY: all clean install test demo unit e2e
-all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) unit-bins
+all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) vgpuctl unit-bins
 
 # Objects: the runtime hides everything but the driver's entry points.
 $(B)/obj/runtime/%.o: runtime/%.c
@@ -99,11 +99,12 @@ $(UNIT)/%:
 	$(CC) -o $@ $^ -lpthread -ldl -lm
 
 include mk/exports.mk
+include mk/tools.mk
 -include mk/kmod.mk
 -include mk/tests.mk
 
 # ---- install -------------------------------------------------------------
-install: all
+install: all install-tools
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/vgpu
 	install -m 755 $(VGPU) $(DESTDIR)$(PREFIX)/bin/vgpu
 	install -m 755 $(VGPUD) $(DESTDIR)$(PREFIX)/sbin/vgpud

@@ -28,8 +28,8 @@ int vgpu_layout(struct vgpu_welcome *w, uint32_t sq_entries, uint32_t cq_entries
 {
 	uint64_t off = PAGE;	/* struct vgpu_shared lives in page 0 */
 
-	if (!pow2(sq_entries) || sq_entries > VGPU_MAX_SQ_ENTRIES ||
-	    !pow2(cq_entries) || cq_entries > VGPU_MAX_CQ_ENTRIES ||
+	if (!pow2(sq_entries) || sq_entries > VGPU_PROTO_MAX_SQ ||
+	    !pow2(cq_entries) || cq_entries > VGPU_PROTO_MAX_CQ ||
 	    !pow2(payload_size) || !staging_chunks ||
 	    staging_chunks > VGPU_MAX_STAGING_CHUNKS ||
 	    staging_chunk % PAGE || device_count > VGPU_MAX_DEVICES)

@@ -126,7 +126,7 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 		return -EINVAL;
 	*why = "ring sizes must be powers of two within the daemon's limits";
 	if ((h->sq_entries && (h->sq_entries & (h->sq_entries - 1))) ||
-	    h->sq_entries > VGPU_MAX_SQ_ENTRIES)
+	    h->sq_entries > VGPU_PROTO_MAX_SQ)
 		return -EINVAL;
 	return 0;
 }

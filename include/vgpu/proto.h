@@ -94,8 +94,8 @@
 #define VGPU_DEFAULT_SOCKET	"/run/vgpu/vgpud.sock"
 
 /* Limits the daemon enforces on what a client may ask for. */
-#define VGPU_MAX_SQ_ENTRIES	4096u
-#define VGPU_MAX_CQ_ENTRIES	8192u
+#define VGPU_PROTO_MAX_SQ	4096u
+#define VGPU_PROTO_MAX_CQ	8192u
 #define VGPU_MAX_DEVICES	16u
 #define VGPU_MAX_KERNEL_PARAMS	1024u	/* cuFuncGetParamInfo entries */
 #define VGPU_MAX_PARAM_BYTES	32764u	/* CUDA 12.1+ kernel parameter limit */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vgpuctl: the administrator's command. vgpuctl.c holds main() and the
+ * command table; each subcommand lives in its own vgpuctl_<name>.c.
+ * A command returns the process's exit status: 0 success, 1 failure,
+ * 2 usage.
+ */
+#ifndef VGPUCTL_H
+#define VGPUCTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifndef VGPU_VERSION
+#define VGPU_VERSION "0.1"
+#endif
+
+#define VGPUCTL_OK	0
+#define VGPUCTL_FAIL	1
+#define VGPUCTL_USAGE	2
+
+struct vgpu_nl;
+
+struct vgpuctl_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);	/* argv[0] is the command name */
+	const char *args;			/* for usage lines */
+	const char *help;
+};
+
+int vgpuctl_sessions(int argc, char **argv);
+int vgpuctl_stats(int argc, char **argv);
+int vgpuctl_events(int argc, char **argv);
+int vgpuctl_kill(int argc, char **argv);
+int vgpuctl_version(int argc, char **argv);
+int vgpuctl_cdi(int argc, char **argv);
+
+/* "usage: vgpuctl NAME ARGS" for one command, to stderr; returns 2. */
+int vgpuctl_usage(const char *name);
+/* Parses the only option most commands take; -1 on anything else. */
+int vgpuctl_json_flag(int argc, char **argv, int *json);
+
+/*
+ * Opens the "vgpu" netlink family, printing why it could not (module not
+ * loaded, another network namespace, ...). 0 or VGPUCTL_FAIL.
+ */
+int vgpuctl_nl_open(struct vgpu_nl *nl);
+/* Prints "vgpuctl: WHAT: reason" for a -errno from the netlink helpers. */
+void vgpuctl_nl_error(const char *what, int err);
+
+/* The daemon's socket: $VGPU_SOCKET, else the daemon's default. */
+const char *vgpuctl_socket_path(void);
+
+/* A JSON string literal, quotes included. */
+void vgpuctl_json_str(FILE *f, const char *s);
+/* 1.5M, 64K, 512: a byte count for a table column. */
+const char *vgpuctl_size(uint64_t bytes, char *buf, size_t len);
+/* A decimal session id; 0 on success, -1 if @s is not one. */
+int vgpuctl_parse_id(const char *s, uint64_t *id);
+
+#endif
