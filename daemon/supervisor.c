@@ -71,7 +71,16 @@ static int listen_on(const char *path, unsigned int mode)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(path);
+	/* A socket someone answers on belongs to a running daemon: leave it. */
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);	/* a stale socket from a daemon that died */
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, mode) < 0 ||
 	    listen(fd, 128) < 0) {
 		int err = -errno;
@@ -350,6 +359,10 @@ int supervisor_run(const struct supervisor_config *cfg)
 	signal(SIGPIPE, SIG_IGN);
 	sv.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sv.listen_fd = listen_on(cfg->socket_path, cfg->socket_mode);
+	if (sv.listen_fd == -EADDRINUSE) {
+		vlog_err("another vgpud is already serving %s", cfg->socket_path);
+		return 1;
+	}
 	if (sv.listen_fd < 0) {
 		vlog_err("cannot listen on %s: %s", cfg->socket_path, strerror(-sv.listen_fd));
 		return 1;

@@ -180,8 +180,13 @@ static CUresult connect_session(void)
 
 	s->sock = dial(path);
 	if (s->sock < 0) {
-		vlog_err("cannot reach vgpud at %s: %s (is the daemon running? set VGPU_SOCKET)",
-			 path, strerror(-s->sock));
+		static bool said;
+
+		/* cuDriverGetVersion and cuInit both try: say it once. */
+		if (!said)
+			vlog_err("cannot reach vgpud at %s: %s (is the daemon running? set VGPU_SOCKET)",
+				 path, strerror(-s->sock));
+		said = true;
 		return CUDA_ERROR_NO_DEVICE;
 	}
 	fill_hello(&h);
