@@ -76,7 +76,8 @@
 	X(cuFuncSetAttribute) \
 	X(cuFuncSetCacheConfig) \
 	X(cuLaunchKernelEx) \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+	X(cuOccupancyMaxActiveClusters)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -87,6 +87,9 @@ static enum op_status op_primary_reset(struct worker *w, struct op_call *call)
 	w->B.cuCtxSetCurrent(w->primary[dev]);
 	call->cqe->result = w->B.cuCtxSynchronize();
 	w->cur_ctx = 0;
+	/* The program starts over: earlier errors are no longer its news.
+	 * (A GPU context poisoned by a fault stays so: see the issue notes.) */
+	w->deferred = CUDA_SUCCESS;
 	(void)prev;
 	return OP_DONE;
 }

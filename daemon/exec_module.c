@@ -284,6 +284,30 @@ static enum op_status op_occupancy(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+static enum op_status op_occupancy_clusters(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUfunction f = func_of(w, s->arg[0]);
+	CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	CUlaunchConfig cfg = {
+		.gridDimX = VGPU_DIM_X(s->arg[1]), .gridDimY = VGPU_DIM_Y(s->arg[1]),
+		.gridDimZ = VGPU_DIM_Z(s->arg[1]), .blockDimX = VGPU_DIM_X(s->arg[2]),
+		.blockDimY = VGPU_DIM_Y(s->arg[2]), .blockDimZ = VGPU_DIM_Z(s->arg[2]),
+		.sharedMemBytes = (unsigned int)s->arg[3], .attrs = &attr, .numAttrs = 1,
+	};
+	int n = 0;
+
+	attr.value.clusterDim.x = VGPU_DIM_X(s->arg[4]);
+	attr.value.clusterDim.y = VGPU_DIM_Y(s->arg[4]);
+	attr.value.clusterDim.z = VGPU_DIM_Z(s->arg[4]);
+	if (!attr.value.clusterDim.x)
+		cfg.numAttrs = 0;	/* the kernel's compile-time cluster, if any */
+	call->cqe->result = f ? w->B.cuOccupancyMaxActiveClusters(&n, f, &cfg)
+			      : CUDA_ERROR_INVALID_HANDLE;
+	call->cqe->val[0] = n;
+	return OP_DONE;
+}
+
 const struct op_desc exec_module_ops[] = {
 	OP(MODULE_LOAD, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_module_load),
 	OP(MODULE_UNLOAD, OPF_NEEDS_CTX, op_module_unload),
@@ -293,5 +317,6 @@ const struct op_desc exec_module_ops[] = {
 	OP(FUNC_SET_CACHE_CONFIG, OPF_NEEDS_CTX, op_func_cache),
 	OP(LAUNCH, OPF_NEEDS_CTX, op_launch),
 	OP(OCCUPANCY, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_occupancy),
+	OP(OCCUPANCY_CLUSTERS, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_occupancy_clusters),
 	{ 0 },
 };

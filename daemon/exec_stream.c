@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "barrier.h"
 #include "futex.h"
@@ -107,18 +108,19 @@ static void CUDA_CB host_func_trampoline(void *arg)
 {
 	struct host_func_job *j = arg;
 	struct worker *w = j->w;
-	struct vgpu_cqe c = { .tag = 0, .val = { j->cookie } };
-	uint32_t *done = &w->ring.sh->cb_done;
+	struct vgpu_cqe c = { .tag = 0, .val = { j->cookie, j->seq } };
+	uint32_t *ack = &w->ring.sh->cb_ack[j->seq % VGPU_CB_SLOTS];
 
 	worker_post(w, &c);
 	for (;;) {
-		uint32_t v = load_acquire(done);
+		uint32_t v = load_acquire(ack);
 
-		if ((int32_t)(v - j->seq) >= 0)
+		if (v == j->seq)
 			break;
-		if (vgpu_futex_wait(done, v, 50) == -ETIMEDOUT && !client_alive(w))
+		if (vgpu_futex_wait(ack, v, 50) == -ETIMEDOUT && !client_alive(w))
 			break;
 	}
+	__atomic_add_fetch(&w->cb_finished, 1, __ATOMIC_RELEASE);
 	free(j);
 }
 
@@ -133,18 +135,16 @@ static enum op_status op_host_func(struct worker *w, struct op_call *call)
 		call->cqe->result = rc ? rc : CUDA_ERROR_OUT_OF_MEMORY;
 		return OP_DONE;
 	}
-	pthread_mutex_lock(&w->cb_lock);
+	/* Each callback in flight owns an acknowledgement slot. */
+	while (w->cb_posted - load_acquire(&w->cb_finished) >= VGPU_CB_SLOTS - 1 &&
+	       client_alive(w))
+		usleep(100);
 	j->w = w;
 	j->cookie = call->sqe->arg[0];
 	j->seq = ++w->cb_posted;
-	pthread_mutex_unlock(&w->cb_lock);
 	rc = w->B.cuLaunchHostFunc(st, host_func_trampoline, j);
 	if (rc) {
-		/* The client counts this callback as never coming: it learns
-		 * from the error, so keep the sequence in step by not using it. */
-		pthread_mutex_lock(&w->cb_lock);
 		w->cb_posted--;
-		pthread_mutex_unlock(&w->cb_lock);
 		free(j);
 	}
 	call->cqe->result = rc;

@@ -305,6 +305,29 @@ CUresult host_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *num, CUf
 	return r;
 }
 
+/* Clusters that fit at once: whole clusters of the blocks every SM holds. */
+CUresult host_cuOccupancyMaxActiveClusters(int *num, CUfunction f, const CUlaunchConfig *c)
+{
+	unsigned int cluster = 1;
+	int per_sm = 0;
+	CUresult r;
+
+	if (!num || !c)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < c->numAttrs; i++)
+		if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			cluster = c->attrs[i].value.clusterDim.x * c->attrs[i].value.clusterDim.y *
+				  c->attrs[i].value.clusterDim.z;
+	if (!cluster || cluster > 16)
+		return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+	r = host_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+		&per_sm, f, (int)(c->blockDimX * c->blockDimY * c->blockDimZ), c->sharedMemBytes, 0);
+	if (r)
+		return r;
+	*num = per_sm * 132 / (int)cluster;
+	return CUDA_SUCCESS;
+}
+
 static CUresult check_dims(const CUlaunchConfig *c, const struct host_func *fn)
 {
 	uint64_t threads = (uint64_t)c->blockDimX * c->blockDimY * c->blockDimZ;

@@ -97,7 +97,6 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	obj_table_init(&w->modules, "module");
 	obj_table_init(&w->funcs, "function");
 	pthread_mutex_init(&w->cq_lock, NULL);
-	pthread_mutex_init(&w->cb_lock, NULL);
 	dispatch_init();
 	return 0;
 }
@@ -288,6 +287,8 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 	if (nfds == 1) {
 		dup2(out_fd, STDOUT_FILENO);
 		close(out_fd);
+		/* Written as the driver prints, before the answer that follows. */
+		setvbuf(stdout, NULL, _IONBF, 0);
 	}
 	if (n != sizeof(h)) {
 		refuse(client_sock, EPROTO, "short hello");

@@ -48,8 +48,8 @@ struct worker {
 	bool dead;			/* the client went away */
 	struct global_range *globals;	/* module globals the client looked up */
 	size_t nglobals, cap_globals;
-	pthread_mutex_t cb_lock;	/* host callbacks in flight */
-	uint32_t cb_posted;
+	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
+	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 };
 
 /*

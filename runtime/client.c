@@ -44,6 +44,7 @@ static struct {
 	bool connected;
 	CUresult failed;		/* sticky connect failure, 0 if none */
 	bool dead;
+	CUresult sticky;		/* the context is poisoned with this */
 	pthread_mutex_t sq_lock;	/* SQ and payload ring producer */
 	pthread_mutex_t reap_lock;	/* CQ consumer */
 	pthread_mutex_t tag_lock;
@@ -61,7 +62,7 @@ static struct {
 	.bulk_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static void deliver_callback(uint64_t cookie);
+static void deliver_callback(uint64_t cookie, uint32_t seq);
 
 /* ---- connecting --------------------------------------------------------- */
 
@@ -331,6 +332,28 @@ dead:
 	return VGPU_DEAD_ERROR;
 }
 
+static bool is_sticky(CUresult rc)
+{
+	switch (rc) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ASSERT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void vgpu_sticky_clear(void)
+{
+	write_once(&cl.sticky, CUDA_SUCCESS);
+}
+
 CUresult vgpu_post(struct vgpu_req *r)
 {
 	struct vgpu_session *s;
@@ -340,6 +363,9 @@ CUresult vgpu_post(struct vgpu_req *r)
 		return rc;
 	if (read_once(&cl.dead))
 		return VGPU_DEAD_ERROR;
+	rc = read_once(&cl.sticky);
+	if (rc)
+		return rc;
 	return submit(r, 0);
 }
 
@@ -376,7 +402,7 @@ static void reap(void)
 		struct waiter *w;
 
 		if (!c.tag) {
-			deliver_callback(c.val[0]);
+			deliver_callback(c.val[0], (uint32_t)c.val[1]);
 			continue;
 		}
 		if (c.tag > cl.s.wl.sq_entries) {
@@ -481,6 +507,8 @@ static CUresult finish(struct vgpu_req *r, uint32_t tag)
 		memcpy(r->reply, vgpu_reply_slot(&cl.s.ring, tag), n);
 	}
 	tag_put(tag);
+	if (is_sticky((CUresult)r->cqe.result))
+		write_once(&cl.sticky, (CUresult)r->cqe.result);
 	return (CUresult)r->cqe.result;
 }
 
@@ -494,6 +522,9 @@ CUresult vgpu_call(struct vgpu_req *r)
 		return rc;
 	if (read_once(&cl.dead))
 		return VGPU_DEAD_ERROR;
+	/* Device printf output lands in our stdout during synchronizing calls:
+	 * what the program printed before must be there first, as natively. */
+	fflush(stdout);
 	tag = tag_get();
 	rc = submit(r, tag);
 	if (rc) {
@@ -643,19 +674,24 @@ struct callback {
 	bool live;
 };
 
+struct cb_run {
+	uint64_t cookie;
+	uint32_t seq;		/* what to acknowledge */
+};
+
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct callback *tab;		/* indexed by cookie */
 	uint32_t cap;
-	uint64_t *queue;		/* cookies ready to run, FIFO */
+	struct cb_run *queue;		/* callbacks ready to run, FIFO */
 	uint32_t qhead, qtail, qcap;
 	uint32_t outstanding;		/* registered, not yet run */
 	bool thread;
 } cb = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 /* Called by the reaper: queue a callback the worker asked for. */
-static void deliver_callback(uint64_t cookie)
+static void deliver_callback(uint64_t cookie, uint32_t seq)
 {
 	pthread_mutex_lock(&cb.lock);
 	if (cookie >= cb.cap || !cb.tab[cookie].live) {
@@ -666,7 +702,7 @@ static void deliver_callback(uint64_t cookie)
 	}
 	if (cb.qtail - cb.qhead == cb.qcap) {
 		uint32_t cap = cb.qcap ? 2 * cb.qcap : 64;
-		uint64_t *q = malloc(cap * sizeof(*q));
+		struct cb_run *q = malloc(cap * sizeof(*q));
 
 		if (!q) {
 			pthread_mutex_unlock(&cb.lock);
@@ -681,32 +717,32 @@ static void deliver_callback(uint64_t cookie)
 		cb.queue = q;
 		cb.qcap = cap;
 	}
-	cb.queue[cb.qtail++ % cb.qcap] = cookie;
+	cb.queue[cb.qtail++ % cb.qcap] = (struct cb_run){ cookie, seq };
 	pthread_cond_signal(&cb.cond);
 	pthread_mutex_unlock(&cb.lock);
 }
 
-static void run_one(uint64_t cookie)
+static void run_one(struct cb_run r)
 {
-	struct vgpu_shared *sh = cl.s.ring.sh;
+	uint32_t *ack = &cl.s.ring.sh->cb_ack[r.seq % VGPU_CB_SLOTS];
 	struct callback c;
 
 	pthread_mutex_lock(&cb.lock);
-	c = cb.tab[cookie];
-	cb.tab[cookie].live = false;
+	c = cb.tab[r.cookie];
+	cb.tab[r.cookie].live = false;
 	cb.outstanding--;
 	pthread_mutex_unlock(&cb.lock);
 	c.fn(c.data);
-	/* In stream order: the worker waits for this count before going on. */
-	__atomic_add_fetch(&sh->cb_done, 1, __ATOMIC_RELEASE);
-	vgpu_futex_wake(&sh->cb_done);
+	/* The worker's stream waits for exactly this acknowledgement. */
+	store_release(ack, r.seq);
+	vgpu_futex_wake(ack);
 }
 
 static void *callback_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		uint64_t cookie;
+		struct cb_run r;
 		struct timespec ts;
 
 		pthread_mutex_lock(&cb.lock);
@@ -740,9 +776,9 @@ static void *callback_main(void *arg)
 				return NULL;
 			}
 		}
-		cookie = cb.queue[cb.qhead++ % cb.qcap];
+		r = cb.queue[cb.qhead++ % cb.qcap];
 		pthread_mutex_unlock(&cb.lock);
-		run_one(cookie);
+		run_one(r);
 	}
 	return NULL;
 }

@@ -50,6 +50,13 @@ struct vgpu_req {
 	struct vgpu_cqe cqe;		/* sync: the answer */
 };
 
+/*
+ * Errors that poison the context (an illegal address, ...): once a
+ * synchronous answer carries one, asynchronous calls return it at once, as
+ * the driver's own launches and copies do. A primary-context reset clears it.
+ */
+VGPU_HIDDEN void vgpu_sticky_clear(void);
+
 /* Largest payload one entry can carry. */
 VGPU_HIDDEN uint32_t vgpu_payload_max(void);
 /* Submit and wait; returns cqe.result (or a transport error). */

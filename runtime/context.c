@@ -403,6 +403,7 @@ static CUresult primary_reset(CUdevice dev)
 
 	pthread_mutex_lock(&prim_lock);
 	rc = vgpu_call5(VGPU_OP_PRIMARY_RESET, 0, 0, (uint64_t)dev, 0, 0, 0, 0, &cqe);
+	vgpu_sticky_clear();
 	rc2 = vgpu_call5(VGPU_OP_PRIMARY_RELEASE, 0, 0, o->c.id, 0, 0, 0, 0, &cqe);
 	pthread_mutex_unlock(&prim_lock);
 	vlog_debug("primary context of device %d reset (%d)", dev, rc);

@@ -992,6 +992,37 @@ VGPU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 	return occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags);
 }
 
+VGPU_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+						  const CUlaunchConfig *config)
+{
+	uint32_t cx = 0, cy = 0, cz = 0;
+	struct vgpu_cqe cqe = { 0 };
+	struct vgpu_func *f;
+	CUresult rc = func_get(func, &f);
+
+	if (rc)
+		return rc;
+	if (!numClusters || !config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+			cx = config->attrs[i].value.clusterDim.x;
+			cy = config->attrs[i].value.clusterDim.y;
+			cz = config->attrs[i].value.clusterDim.z;
+		}
+	if (cx > 0xffffu * 2 || cy > 0xffff || cz > 0xffff ||
+	    config->gridDimY > 0xffff || config->gridDimZ > 0xffff ||
+	    config->blockDimY > 0xffff || config->blockDimZ > 0xffff)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(VGPU_OP_OCCUPANCY_CLUSTERS, f->mod->ctx->id, 0, f->id,
+			VGPU_DIM_PACK(config->gridDimX, config->gridDimY, config->gridDimZ),
+			VGPU_DIM_PACK(config->blockDimX, config->blockDimY, config->blockDimZ),
+			config->sharedMemBytes, VGPU_DIM_PACK(cx, cy, cz), &cqe);
+	if (!rc)
+		*numClusters = (int)cqe.val[0];
+	return rc;
+}
+
 /* The search cuda_runtime.h's cudaOccupancyMaxPotentialBlockSize makes:
  * every warp multiple from the limit down, keeping the best thread count. */
 static CUresult potential_block_size(int *minGridSize, int *blockSize, CUfunction func,

@@ -68,9 +68,13 @@
  *
  * Host callbacks
  *   The worker asks the client to run a host function by posting a CQE with
- *   tag 0 and val[0] = the cookie the client gave in VGPU_OP_HOST_FUNC. The
- *   client runs it on its callback thread, then increments cb_done and wakes
- *   it as a futex; work behind the callback in its stream waits until then.
+ *   tag 0, val[0] = the cookie the client gave in VGPU_OP_HOST_FUNC and
+ *   val[1] = a sequence number. The client runs it on its callback thread,
+ *   then stores the sequence number in cb_ack[seq % VGPU_CB_SLOTS] and wakes
+ *   that word as a futex; work behind the callback in its stream waits until
+ *   then. Callbacks of different streams may finish in any order, so each
+ *   has its own acknowledgement; the worker keeps fewer than VGPU_CB_SLOTS
+ *   in flight.
  *
  * Everything in the shared region is written by the other side too: the
  * worker copies every entry and payload out of shared memory and validates
@@ -142,6 +146,7 @@ struct vgpu_welcome {
 #define VGPU_BACKEND_HOST	2u
 
 #define VGPU_MAX_STAGING_CHUNKS	16u
+#define VGPU_CB_SLOTS		512u
 
 /* One cache line per writer so the two sides never share a line. */
 struct vgpu_chunk_ctl {
@@ -162,12 +167,13 @@ struct vgpu_shared {
 	uint32_t cq_head;
 	uint32_t cq_flags;		/* VGPU_CQ_NEED_WAKEUP */
 	uint32_t payload_tail;
-	uint32_t cb_done;		/* host callbacks finished (futex word) */
-	uint32_t pad1[11];
+	uint32_t pad1[12];
 	/* written by whichever side fills/drains the chunk */
 	struct vgpu_chunk_ctl chunk[VGPU_MAX_STAGING_CHUNKS];
 	uint32_t staging_wait;		/* VGPU_STAGING_* waiter bits */
 	uint32_t pad2[15];
+	/* written by the client: host callbacks finished (futex words) */
+	uint32_t cb_ack[VGPU_CB_SLOTS];
 };
 
 #define VGPU_SQ_NEED_WAKEUP	1u
@@ -265,6 +271,8 @@ enum vgpu_op {
 					 * arg3 shared bytes, arg4 flags; P: struct vgpu_launch */
 	VGPU_OP_OCCUPANCY,		/* arg0 function id, arg1 block size, arg2 dyn smem,
 					 * arg3 flags; R: val0 blocks per SM */
+	VGPU_OP_OCCUPANCY_CLUSTERS,	/* arg0 function id, arg1 grid xyz, arg2 block xyz,
+					 * arg3 dyn smem, arg4 cluster xyz; R: val0 clusters */
 
 	VGPU_OP_MAX
 };
@@ -333,7 +341,8 @@ _Static_assert(sizeof(struct vgpu_cqe) == 32, "CQE is half a cache line");
 _Static_assert(sizeof(struct vgpu_hello) == 64, "hello layout");
 _Static_assert(sizeof(struct vgpu_welcome) == 256, "welcome layout");
 _Static_assert(sizeof(struct vgpu_chunk_ctl) == 8, "chunk ctl layout");
-_Static_assert(sizeof(struct vgpu_shared) == 320, "shared header layout");
+_Static_assert(sizeof(struct vgpu_shared) == 320 + 4 * VGPU_CB_SLOTS, "shared header layout");
+_Static_assert(sizeof(struct vgpu_shared) <= 4096, "shared header fits page 0");
 _Static_assert(__builtin_offsetof(struct vgpu_shared, sq_tail) == 64,
 	       "client-written words start on their own cache line");
 _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");

@@ -7,6 +7,7 @@
  * against the driver (the toolkit's stub at build time).
  */
 #include <cuda.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,9 @@ int main(void)
 			float a, b;
 			unsigned n;
 		} buf = { d, 1.0f, 1.0f, N };
-		size_t size = sizeof(buf);
+		/* The parameters end at n: no tail padding (the driver refuses
+		 * a buffer larger than the kernel's parameter block). */
+		size_t size = offsetof(__typeof__(buf), n) + sizeof(buf.n);
 		void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE,
 				  &size, CU_LAUNCH_PARAM_END };
 

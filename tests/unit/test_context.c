@@ -60,6 +60,10 @@ struct vgpu_session *vgpu_session_peek(void)
 	return connected ? &sess : NULL;
 }
 
+void vgpu_sticky_clear(void)
+{
+}
+
 bool vgpu_session_dead(void)
 {
 	return false;
