@@ -8,7 +8,10 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -57,6 +60,64 @@ static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Device printf: the driver writes it to this process's stdout, and may
+ * keep its own handle to it from initialisation on. So stdout is a pipe
+ * from before the driver starts, and a thread relays it to the client's
+ * stdout once there is a client (to ours until then).
+ */
+static void *print_relay(void *arg)
+{
+	struct worker *w = arg;
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(w->print_pipe, buf, sizeof(buf))) > 0) {
+		pthread_mutex_lock(&w->print_lock);
+		for (ssize_t off = 0, k; off < n; off += k) {
+			k = write(read_once(&w->print_out), buf + off, n - off);
+			if (k <= 0)
+				break;	/* the client's stdout is gone: drop it */
+		}
+		pthread_mutex_unlock(&w->print_lock);
+	}
+	return NULL;
+}
+
+static int capture_stdout(struct worker *w)
+{
+	int p[2];
+	pthread_t t;
+
+	fflush(stdout);
+	w->print_out = dup(STDOUT_FILENO);
+	if (w->print_out < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(p[1], F_SETPIPE_SZ, 1 << 20);	/* the device FIFO's default size */
+	dup2(p[1], STDOUT_FILENO);
+	close(p[1]);
+	w->print_pipe = p[0];
+	pthread_mutex_init(&w->print_lock, NULL);
+	if (pthread_create(&t, NULL, print_relay, w))
+		return -EAGAIN;
+	pthread_detach(t);
+	return 0;
+}
+
+/* Before an answer: what the driver printed so far reaches the client. */
+static void flush_prints(struct worker *w)
+{
+	int left;
+
+	if (w->print_pipe < 0)
+		return;
+	fflush(NULL);	/* stdio buffers, the driver's included */
+	while (!ioctl(w->print_pipe, FIONREAD, &left) && left > 0)
+		sched_yield();
+	pthread_mutex_lock(&w->print_lock);	/* the last piece is written */
+	pthread_mutex_unlock(&w->print_lock);
+}
+
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)
 {
 	CUresult rc;
@@ -64,7 +125,10 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 
 	memset(w, 0, sizeof(*w));
 	w->cfg = *cfg;
-	w->sock = w->region_fd = w->bell_fd = -1;
+	w->sock = w->region_fd = w->bell_fd = w->print_pipe = -1;
+	ret = capture_stdout(w);
+	if (ret)
+		return ret;
 	ret = strcmp(backend, "host") ? vgpu_backend_cuda_open(&w->B)
 				      : vgpu_backend_host_open(&w->B);
 	if (ret)
@@ -221,6 +285,8 @@ static int welcome(struct worker *w, const struct vgpu_hello *h)
 
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 {
+	if (cqe->tag)
+		flush_prints(w);
 	pthread_mutex_lock(&w->cq_lock);
 	/* The CQ has room for every tag twice over; a full CQ means the
 	 * client stopped reaping, so wait for it (or for its death). */
@@ -283,12 +349,14 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 	w->sock = client_sock;
 	w->session_id = session_id;
 	n = vgpu_recv_fds(client_sock, &h, sizeof(h), &out_fd, &nfds);
-	/* Device printf writes to the worker's stdout: make it the client's. */
+	/* Device printf goes to the client's stdout from now on. */
 	if (nfds == 1) {
-		dup2(out_fd, STDOUT_FILENO);
-		close(out_fd);
-		/* Written as the driver prints, before the answer that follows. */
-		setvbuf(stdout, NULL, _IONBF, 0);
+		int old = w->print_out;
+
+		pthread_mutex_lock(&w->print_lock);
+		write_once(&w->print_out, out_fd);
+		pthread_mutex_unlock(&w->print_lock);
+		close(old);
 	}
 	if (n != sizeof(h)) {
 		refuse(client_sock, EPROTO, "short hello");

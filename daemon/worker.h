@@ -48,6 +48,9 @@ struct worker {
 	bool dead;			/* the client went away */
 	struct global_range *globals;	/* module globals the client looked up */
 	size_t nglobals, cap_globals;
+	int print_pipe;			/* read end: what the driver prints */
+	int print_out;			/* where it goes: the client's stdout */
+	pthread_mutex_t print_lock;	/* held while relaying a piece */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 };

@@ -349,6 +349,22 @@ static bool is_sticky(CUresult rc)
 	}
 }
 
+/* What a poisoned context still does: be reset, released, destroyed. */
+static bool survives_sticky(uint16_t op)
+{
+	switch (op) {
+	case VGPU_OP_PRIMARY_RESET:
+	case VGPU_OP_PRIMARY_RELEASE:
+	case VGPU_OP_PRIMARY_RETAIN:
+	case VGPU_OP_CTX_DESTROY:
+	case VGPU_OP_CTX_CREATE:
+	case VGPU_OP_NOP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 void vgpu_sticky_clear(void)
 {
 	write_once(&cl.sticky, CUDA_SUCCESS);
@@ -522,6 +538,9 @@ CUresult vgpu_call(struct vgpu_req *r)
 		return rc;
 	if (read_once(&cl.dead))
 		return VGPU_DEAD_ERROR;
+	rc = read_once(&cl.sticky);
+	if (rc && !survives_sticky(r->sqe.opcode))
+		return rc;
 	/* Device printf output lands in our stdout during synchronizing calls:
 	 * what the program printed before must be there first, as natively. */
 	fflush(stdout);

@@ -143,15 +143,22 @@ static const void *const cudart_interface[CUDART_SLOTS] = {
 
 #define TOOLS_TLS_SLOTS 4
 
-VGPU_DARK_STUB(TOOLS_TLS, 1)
-VGPU_DARK_STUB(TOOLS_TLS, 2)
-VGPU_DARK_STUB(TOOLS_TLS, 3)
+/*
+ * Profiling tools keep per-thread state here. With no profiler attached
+ * there is nothing to keep: cuBLAS calls slot 2 around every GEMM and
+ * fails the GEMM on an error (seen with cuBLAS 13 on an H200), so the
+ * slots succeed and do nothing, as Lupine's do.
+ */
+static CUresult tools_tls_nothing(void)
+{
+	return CUDA_SUCCESS;
+}
 
 static const void *const tools_tls[TOOLS_TLS_SLOTS] = {
 	[0] = VGPU_DARK_SIZE_HEADER(TOOLS_TLS_SLOTS),
-	VGPU_DARK_SLOT_STUB(TOOLS_TLS, 1),
-	VGPU_DARK_SLOT_STUB(TOOLS_TLS, 2),
-	VGPU_DARK_SLOT_STUB(TOOLS_TLS, 3),
+	[1] = (const void *)tools_tls_nothing,
+	[2] = (const void *)tools_tls_nothing,
+	[3] = (const void *)tools_tls_nothing,
 };
 
 /* ---- TOOLS_RUNTIME_CALLBACK_HOOKS {a094798c-2e74-2e74-93f2-0800200c0a66} */
