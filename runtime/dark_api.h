@@ -66,6 +66,7 @@ enum vgpu_dark_table {
 	VGPU_DARK_DEVICE_EXTENDED_RT,
 	VGPU_DARK_INTEGRITY_CHECK,
 	VGPU_DARK_CONTEXT_CHECKS,
+	VGPU_DARK_TOOLS_CONTEXT,
 	VGPU_DARK_NTABLES
 };
 
@@ -96,6 +97,10 @@ CUresult vgpu_dark_unemulated(enum vgpu_dark_table table, unsigned slot);
 #define VGPU_DARK_SLOT_STUB(t, i) [i] = (const void *)VGPU_DARK_STUB_NAME(t, i)
 
 /* Slot 0 of most tables: the table's size in bytes. */
+/* dark_tools.c: ToolsContext, which cuBLAS and cuFFT ask for. */
+#define VGPU_DARK_TOOLS_CONTEXT_SLOTS 95
+extern const void *const vgpu_dark_tools_context_table[VGPU_DARK_TOOLS_CONTEXT_SLOTS];
+
 #define VGPU_DARK_SIZE_HEADER(n) ((const void *)(uintptr_t)((n) * sizeof(void *)))
 
 /* Slot counts (CUDA 13.0 drivers). */

@@ -44,6 +44,19 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+	(void)ctx;
+	*dev = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+	*id = (uintptr_t)ctx;
+	return CUDA_SUCCESS;
+}
+
 CUresult cuDriverGetVersion(int *v)
 {
 	*v = 13000;
@@ -155,6 +168,27 @@ static void test_lookup(void)
 	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_CONTEXT_CHECKS].uuid.bytes, "\x26\x3e\x88\x60", 4));
 	CHECK(vgpu_dark_tables[VGPU_DARK_CONTEXT_LOCAL_STORAGE].size_header == 0);
 	CHECK(vgpu_dark_tables[VGPU_DARK_CUDART_INTERFACE].nslots == 13);
+}
+
+static void test_tools_context(void)
+{
+	const void *const *s = table(VGPU_DARK_TOOLS_CONTEXT);
+	CUresult (*dev)(CUcontext, CUdevice *) = (CUresult (*)(CUcontext, CUdevice *))s[3];
+	CUresult (*num)(CUcontext, uint64_t *) = (CUresult (*)(CUcontext, uint64_t *))s[4];
+	CUresult (*obj)(uint64_t, uint64_t, uint64_t *) =
+		(CUresult (*)(uint64_t, uint64_t, uint64_t *))s[51];
+	CUresult (*other)(void) = (CUresult (*)(void))s[10];
+	CUdevice d = -1;
+	uint64_t v = 7;
+
+	CHECK((uintptr_t)s[0] == 95 * sizeof(void *));
+	CHECK(dev((CUcontext)0x10, &d) == CUDA_SUCCESS && d == 0);
+	CHECK(dev((CUcontext)0x10, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(num(NULL, &v) == CUDA_SUCCESS && v == 0);
+	CHECK(num((CUcontext)0x10, &v) == CUDA_SUCCESS && v == 0x10);
+	CHECK(obj(0, 1, &v) == CUDA_SUCCESS && v != 0);
+	CHECK(obj(0, UINT64_MAX, &v) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(other() == CUDA_ERROR_NOT_SUPPORTED);
 }
 
 static void test_unemulated_slot(void)
@@ -463,6 +497,7 @@ int main(void)
 	vgpu_log_init("test_dark_api", VGPU_LOG_ERROR);
 	test_lookup();
 	test_unemulated_slot();
+	test_tools_context();
 	test_cudart_interface();
 	test_small_tables();
 	test_cls();
