@@ -73,6 +73,7 @@ static void *print_relay(void *arg)
 	ssize_t n;
 
 	while ((n = read(w->print_pipe, buf, sizeof(buf))) > 0) {
+		vlog_debug("relaying %zd bytes the driver printed", n);
 		pthread_mutex_lock(&w->print_lock);
 		for (ssize_t off = 0, k; off < n; off += k) {
 			k = write(read_once(&w->print_out), buf + off, n - off);

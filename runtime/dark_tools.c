@@ -4,8 +4,8 @@
  * meant for profilers, which cuBLAS also asks for before a GEMM (seen with
  * cuBLAS 13 on an H200: without the table every GEMM fails). What is known
  * of its slots (reference/interception.md §2, public probes of the real
- * table): [3] the context's device, [4] a context number, [51] an opaque
- * per-context object. The table is as long as the driver's; every other
+ * table): [3] the context's device, [4] a context number, [39] a query
+ * whose answer is 0 without a profiler, [51] an opaque per-context object. The table is as long as the driver's; every other
  * slot logs which one was called and fails.
  */
 #include "dark_api.h"
@@ -33,7 +33,8 @@
 #define SLOT(i) VGPU_DARK_SLOT_STUB(TOOLS_CONTEXT, i)
 
 STUB(1) STUB(2) STUB(5) STUB(6) STUB(7) STUB(8) STUB(9)
-STUBS10(1) STUBS10(2) STUBS10(3) STUBS10(4) STUBS10(6) STUBS10(7) STUBS10(8)
+STUBS10(1) STUBS10(2) STUBS10(4)
+STUB(30) STUB(31) STUB(32) STUB(33) STUB(34) STUB(35) STUB(36) STUB(37) STUB(38) STUBS10(6) STUBS10(7) STUBS10(8)
 STUB(50) STUB(52) STUB(53) STUB(54) STUB(55) STUB(56) STUB(57) STUB(58) STUB(59)
 STUB(90) STUB(91) STUB(92) STUB(93) STUB(94)
 
@@ -58,6 +59,16 @@ static CUresult tools_ctx_number(CUcontext ctx, uint64_t *out)
 	return CUDA_SUCCESS;
 }
 
+/* [39] answered 0: nothing of a profiler's is attached to the context. */
+static CUresult tools_ctx_query39(uint64_t a0, uint64_t a1, uint64_t *out)
+{
+	(void)a0;
+	if (!a1 || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = 0;
+	return CUDA_SUCCESS;
+}
+
 /* [51] an object the caller only passes back: zeroed, never read by us. */
 static uint64_t tools_ctx_object[160];
 
@@ -78,7 +89,10 @@ const void *const vgpu_dark_tools_context_table[SLOTS] = {
 	[3] = (const void *)tools_ctx_device,
 	[4] = (const void *)tools_ctx_number,
 	SLOT(5), SLOT(6), SLOT(7), SLOT(8), SLOT(9),
-	SLOTS10(1), SLOTS10(2), SLOTS10(3), SLOTS10(4),
+	SLOTS10(1), SLOTS10(2),
+	SLOT(30), SLOT(31), SLOT(32), SLOT(33), SLOT(34), SLOT(35), SLOT(36), SLOT(37), SLOT(38),
+	[39] = (const void *)tools_ctx_query39,
+	SLOTS10(4),
 	SLOT(50),
 	[51] = (const void *)tools_ctx_get_object,
 	SLOT(52), SLOT(53), SLOT(54), SLOT(55), SLOT(56), SLOT(57), SLOT(58), SLOT(59),
