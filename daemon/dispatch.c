@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sticky.h"
 #include "worker.h"
 
 static const struct op_desc *ops[VGPU_OP_MAX];
@@ -58,24 +59,6 @@ CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *e
 	return e->obj;
 }
 
-/* Errors that poison a context: CUDA keeps returning them. */
-static int sticky(CUresult rc)
-{
-	switch (rc) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_FAILED:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ASSERT:
-	case CUDA_ERROR_ECC_UNCORRECTABLE:
-		return 1;
-	default:
-		return 0;
-	}
-}
 
 void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c)
 {
@@ -83,7 +66,7 @@ void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c)
 	 * error, as CUDA does; sticky ones are reported again and again. */
 	if (!c->result && w->deferred) {
 		c->result = w->deferred;
-		if (!sticky(w->deferred))
+		if (!vgpu_error_is_sticky(w->deferred))
 			w->deferred = CUDA_SUCCESS;
 	}
 }

@@ -26,6 +26,7 @@
 #include "fdpass.h"
 #include "futex.h"
 #include "log.h"
+#include "sticky.h"
 
 #define SPIN_ITERS	20000	/* ~20-50 us of polling before sleeping */
 #define SLEEP_MS	20	/* sleepers check the worker is alive this often */
@@ -332,23 +333,6 @@ dead:
 	return VGPU_DEAD_ERROR;
 }
 
-static bool is_sticky(CUresult rc)
-{
-	switch (rc) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_FAILED:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ASSERT:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* What a poisoned context still does: be reset, released, destroyed. */
 static bool survives_sticky(uint16_t op)
 {
@@ -523,7 +507,7 @@ static CUresult finish(struct vgpu_req *r, uint32_t tag)
 		memcpy(r->reply, vgpu_reply_slot(&cl.s.ring, tag), n);
 	}
 	tag_put(tag);
-	if (is_sticky((CUresult)r->cqe.result))
+	if (vgpu_error_is_sticky((CUresult)r->cqe.result))
 		write_once(&cl.sticky, (CUresult)r->cqe.result);
 	return (CUresult)r->cqe.result;
 }
