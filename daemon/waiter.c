@@ -7,20 +7,12 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "worker.h"
 
-#define SPIN_US 30	/* poll this long before handing a wait over */
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
-}
+#define SPIN_NS 30000	/* poll this long before handing a wait over */
 
 struct wait_job {
 	struct wait_job *next;
@@ -146,13 +138,13 @@ enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstre
 
 	/* Short work (a small copy, an empty kernel) is done within
 	 * microseconds: answer here rather than pay for a thread handoff. */
-	for (uint64_t t0 = now_us(), i = 0;; i++) {
+	for (uint64_t t0 = vgpu_now_ns(), i = 0;; i++) {
 		rc = w->B.cuStreamQuery(s);
 		if (rc != CUDA_ERROR_NOT_READY) {
 			c->result = rc;
 			return OP_DONE;
 		}
-		if ((i & 7) == 7 && now_us() - t0 > SPIN_US)
+		if ((i & 7) == 7 && vgpu_now_ns() - t0 > SPIN_NS)
 			break;
 	}
 	rc = pool_event(w, &ev);

@@ -17,10 +17,10 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "barrier.h"
+#include "clock.h"
 #include "fdpass.h"
 #include "log.h"
 
@@ -314,14 +314,6 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 	return true;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Sleep until the client rings or goes away; false when it is gone. */
 static bool idle(struct worker *w)
 {
@@ -383,8 +375,8 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 			continue;
 		}
 		if (!spin_start)
-			spin_start = now_ns();
-		if (now_ns() - spin_start < SPIN_NS) {
+			spin_start = vgpu_now_ns();
+		if (vgpu_now_ns() - spin_start < SPIN_NS) {
 			cpu_relax();
 			continue;
 		}

@@ -13,17 +13,21 @@
 
 #define EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
 
-static CUresult resolve(CUevent h, struct vgpu_event **out)
+CUresult vgpu_event_resolve(CUevent h, struct vgpu_event **out)
 {
 	struct vgpu_event *ev = (struct vgpu_event *)h;
-	CUresult rc = vgpu_initialized();
 
-	if (rc)
-		return rc;
 	if (!ev || ev->magic != VGPU_EVENT_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*out = ev;
 	return CUDA_SUCCESS;
+}
+
+static CUresult resolve(CUevent h, struct vgpu_event **out)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : vgpu_event_resolve(h, out);
 }
 
 VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)

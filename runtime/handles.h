@@ -76,6 +76,9 @@ struct vgpu_event {
 	unsigned int flags;
 };
 
+/* A CUevent handle checked: CUDA_ERROR_INVALID_HANDLE unless live. */
+VGPU_HIDDEN CUresult vgpu_event_resolve(CUevent h, struct vgpu_event **out);
+
 /* module.c: CUmodule and CUlibrary are both this. */
 struct vgpu_module {
 	uint32_t magic;

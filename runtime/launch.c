@@ -275,9 +275,9 @@ VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
 
 static CUresult after_event(struct launch *L, CUevent h, int flags)
 {
-	const struct vgpu_event *ev = (const struct vgpu_event *)h;
+	struct vgpu_event *ev;
 
-	if (!ev || ev->magic != VGPU_EVENT_MAGIC)
+	if (vgpu_event_resolve(h, &ev))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (flags || L->nafter == MAX_AFTER)
 		return CUDA_ERROR_INVALID_VALUE;

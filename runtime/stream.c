@@ -458,7 +458,7 @@ VGPU_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
 
 static CUresult wait_event(CUstream h, bool ptds_default, CUevent hEvent, unsigned int flags)
 {
-	const struct vgpu_event *ev = (const struct vgpu_event *)hEvent;
+	struct vgpu_event *ev;
 	struct vgpu_ctx *ctx;
 	uint32_t id;
 	CUresult rc = vgpu_initialized();
@@ -467,8 +467,9 @@ static CUresult wait_event(CUstream h, bool ptds_default, CUevent hEvent, unsign
 		return rc;
 	if (flags & ~(unsigned int)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!ev || ev->magic != VGPU_EVENT_MAGIC)
-		return CUDA_ERROR_INVALID_HANDLE;
+	rc = vgpu_event_resolve(hEvent, &ev);
+	if (rc)
+		return rc;
 	rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
 	return rc ? rc : vgpu_post5(VGPU_OP_STREAM_WAIT_EVENT, ctx->id, id, ev->id, flags, 0, 0, 0);
 }
