@@ -141,24 +141,34 @@ static const void *const cudart_interface[CUDART_SLOTS] = {
 
 /* ---- TOOLS_TLS {42d85a81-23f6-cb47-8298-f6e78a3aecdc} ------------------ */
 
-#define TOOLS_TLS_SLOTS 4
+#define TOOLS_TLS_SLOTS 3	/* the real table's length (0x18) */
 
 /*
- * Profiling tools keep per-thread state here. With no profiler attached
- * there is nothing to keep: cuBLAS calls slot 2 around every GEMM and
- * fails the GEMM on an error (seen with cuBLAS 13 on an H200), so the
- * slots succeed and do nothing, as Lupine's do.
+ * Per-thread state of profiling tools. A trace of the real table under
+ * cuBLAS 13 (tools/dark-trace, H100, driver 580) shows slot 2 called as
+ * (CUcontext *out, kind, ...) around every GEMM: it stores the calling
+ * thread's current context in *out, whatever the kind, and returns 0.
+ * cuBLAS then hands that context to ToolsContext, so an unset *out fails
+ * the GEMM. Slot 1 was never seen called: it succeeds and does nothing.
  */
 static CUresult tools_tls_nothing(void)
 {
 	return CUDA_SUCCESS;
 }
 
+static CUresult tools_tls_current_ctx(CUcontext *out)
+{
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (cuCtxGetCurrent(out) != CUDA_SUCCESS)
+		*out = NULL;
+	return CUDA_SUCCESS;
+}
+
 static const void *const tools_tls[TOOLS_TLS_SLOTS] = {
 	[0] = VGPU_DARK_SIZE_HEADER(TOOLS_TLS_SLOTS),
 	[1] = (const void *)tools_tls_nothing,
-	[2] = (const void *)tools_tls_nothing,
-	[3] = (const void *)tools_tls_nothing,
+	[2] = (const void *)tools_tls_current_ctx,
 };
 
 /* ---- TOOLS_RUNTIME_CALLBACK_HOOKS {a094798c-2e74-2e74-93f2-0800200c0a66} */

@@ -98,7 +98,7 @@ CUresult vgpu_dark_unemulated(enum vgpu_dark_table table, unsigned slot);
 
 /* Slot 0 of most tables: the table's size in bytes. */
 /* dark_tools.c: ToolsContext, which cuBLAS and cuFFT ask for. */
-#define VGPU_DARK_TOOLS_CONTEXT_SLOTS 95
+#define VGPU_DARK_TOOLS_CONTEXT_SLOTS 93	/* the driver's: 0x2e8 bytes */
 extern const void *const vgpu_dark_tools_context_table[VGPU_DARK_TOOLS_CONTEXT_SLOTS];
 
 #define VGPU_DARK_SIZE_HEADER(n) ((const void *)(uintptr_t)((n) * sizeof(void *)))

@@ -3,13 +3,15 @@
  * ToolsContext {21318c60-9714-3248-8ca6-41ff7324c8f2}: per-context queries
  * meant for profilers, which cuBLAS also asks for before a GEMM (seen with
  * cuBLAS 13 on an H200: without the table every GEMM fails). What is known
- * of its slots (reference/interception.md §2, public probes of the real
- * table): [3] the context's device, [4] a context number, [39] a query
- * whose answer is 0 without a profiler, [51] an opaque per-context object. The table is as long as the driver's; every other
- * slot logs which one was called and fails.
+ * of its slots (reference/interception.md §2, and traces of the real table
+ * under cuBLAS 13 with tools/dark-trace): [3] the context's device, [4] a
+ * context number, [51] and [39] per-context tool state. The table is as
+ * long as the driver's; every other slot logs which one was called and
+ * fails.
  */
 #include "dark_api.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "log.h"
@@ -36,7 +38,7 @@ STUB(1) STUB(2) STUB(5) STUB(6) STUB(7) STUB(8) STUB(9)
 STUBS10(1) STUBS10(2) STUBS10(4)
 STUB(30) STUB(31) STUB(32) STUB(33) STUB(34) STUB(35) STUB(36) STUB(37) STUB(38) STUBS10(6) STUBS10(7) STUBS10(8)
 STUB(50) STUB(52) STUB(53) STUB(54) STUB(55) STUB(56) STUB(57) STUB(58) STUB(59)
-STUB(90) STUB(91) STUB(92) STUB(93) STUB(94)
+STUB(90) STUB(91) STUB(92)
 
 /* [3] the device of a context (NULL: the current one). */
 static CUresult tools_ctx_device(CUcontext ctx, CUdevice *dev)
@@ -59,27 +61,59 @@ static CUresult tools_ctx_number(CUcontext ctx, uint64_t *out)
 	return CUDA_SUCCESS;
 }
 
-/* [39] answered 0: nothing of a profiler's is attached to the context. */
-static CUresult tools_ctx_query39(uint64_t a0, uint64_t a1, uint64_t *out)
-{
-	(void)a0;
-	if (!a1 || !out)
-		return CUDA_ERROR_INVALID_VALUE;
-	*out = 0;
-	return CUDA_SUCCESS;
-}
+/*
+ * [51](ctx, 0, &obj) then [39](ctx, obj, &out): per-context tool state.
+ * The real driver's answers (tools/dark-trace under cuBLAS 13): obj points
+ * to {1, 0, ctx, 0, 0, 1, ...} and [39] stores 7. We answer the same; the
+ * caller only passes the object back.
+ */
+#define TOOLS_CTX_OBJECTS 16
 
-/* [51] an object the caller only passes back: zeroed, never read by us. */
-static uint64_t tools_ctx_object[160];
+static struct tools_ctx_object {
+	uint64_t one;
+	uint64_t zero1;
+	CUcontext ctx;
+	uint64_t zero2[2];
+	uint64_t one2;
+	uint64_t rest[154];
+} tools_ctx_objects[TOOLS_CTX_OBJECTS];
+static pthread_mutex_t tools_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUresult tools_ctx_get_object(uint64_t a0, uint64_t handle, uint64_t *out)
+static CUresult tools_ctx_get_object(CUcontext ctx, uint64_t handle, struct tools_ctx_object **out)
 {
-	(void)a0;
+	struct tools_ctx_object *o = NULL;
+
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (handle == UINT64_MAX)
 		return CUDA_ERROR_INVALID_HANDLE;
-	*out = (uint64_t)(uintptr_t)tools_ctx_object;
+	if (!ctx && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&tools_ctx_lock);
+	for (int i = 0; i < TOOLS_CTX_OBJECTS && !o; i++) {
+		struct tools_ctx_object *c = &tools_ctx_objects[i];
+
+		if (c->ctx == ctx || !c->ctx) {
+			c->one = c->one2 = 1;
+			c->ctx = ctx;
+			o = c;
+		}
+	}
+	pthread_mutex_unlock(&tools_ctx_lock);
+	if (!o) {
+		vlog_warn("dark API: TOOLS_CONTEXT[51]: more than %d contexts", TOOLS_CTX_OBJECTS);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = o;
+	return CUDA_SUCCESS;
+}
+
+static CUresult tools_ctx_query39(CUcontext ctx, const struct tools_ctx_object *obj, uint64_t *out)
+{
+	(void)ctx;
+	if (!obj || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = 7;
 	return CUDA_SUCCESS;
 }
 
@@ -97,5 +131,5 @@ const void *const vgpu_dark_tools_context_table[SLOTS] = {
 	[51] = (const void *)tools_ctx_get_object,
 	SLOT(52), SLOT(53), SLOT(54), SLOT(55), SLOT(56), SLOT(57), SLOT(58), SLOT(59),
 	SLOTS10(6), SLOTS10(7), SLOTS10(8),
-	SLOT(90), SLOT(91), SLOT(92), SLOT(93), SLOT(94),
+	SLOT(90), SLOT(91), SLOT(92),
 };

@@ -58,6 +58,8 @@ struct ntab {
 struct module {
 	struct vgpu_module m;	/* the handle points here */
 	pthread_mutex_t lock;
+	void *pending;		/* a library's image until its first use */
+	uint64_t pending_size;
 	struct ntab funcs;	/* struct func */
 	struct ntab globals;	/* struct global */
 };
@@ -148,7 +150,7 @@ static struct func *func_of(struct vgpu_func *f)
 	return (struct func *)((char *)f - offsetof(struct func, f));
 }
 
-static CUresult module_resolve(void *h, struct module **out)
+static CUresult module_lookup(void *h, struct module **out)
 {
 	struct module *m = h;
 	CUresult rc = vgpu_initialized();
@@ -161,12 +163,30 @@ static CUresult module_resolve(void *h, struct module **out)
 	return CUDA_SUCCESS;
 }
 
+static CUresult bind_library(struct module *m);
+
+/* A module or library ready for use: a library is loaded by now. */
+static CUresult module_resolve(void *h, struct module **out)
+{
+	CUresult rc = module_lookup(h, out);
+
+	return rc ? rc : bind_library(*out);
+}
+
+static CUresult resolve_deferred(struct vgpu_func *f);
+
 CUresult vgpu_func_resolve(CUfunction h, struct vgpu_func **out)
 {
 	struct vgpu_func *f = (struct vgpu_func *)h;
 
 	if (!f || f->magic != VGPU_FUNC_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (!__atomic_load_n(&f->id, __ATOMIC_ACQUIRE)) {
+		CUresult rc = resolve_deferred(f);
+
+		if (rc)
+			return rc;
+	}
 	*out = f;
 	return CUDA_SUCCESS;
 }
@@ -181,14 +201,60 @@ static CUresult func_get(void *h, struct vgpu_func **out)
 
 /* ---- loading -------------------------------------------------------------- */
 
-static CUresult load_bytes(const void *image, uint64_t size, bool library, struct module **out)
+/* Sends the image to the worker, to be module m->m.id in context ctx. */
+static CUresult send_image(struct module *m, struct vgpu_ctx *ctx, const void *image,
+			   uint64_t size)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_LOAD } };
+	CUresult rc;
+
+	r.sqe.ctx = ctx->id;
+	r.sqe.arg[0] = m->m.id;
+	r.sqe.arg[1] = size;
+	r.sqe.arg[2] = VGPU_IMAGE_AUTO;
+	/* arg3/arg4 (content hash) stay 0 until the worker caches images. */
+	rc = vgpu_call_send(&r, image, size);
+	if (!rc)
+		__atomic_store_n(&m->m.ctx, ctx, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/*
+ * A library belongs to no context: the driver loads it into a context when
+ * it is first used there, and cudart loads its libraries before any context
+ * exists (a program whose first CUDA call is a launch, cuBLAS's static
+ * initialisers). Such a library keeps its image here until its first use,
+ * which binds it to the context current then.
+ */
+static CUresult bind_library(struct module *m)
 {
 	struct vgpu_ctx *ctx;
+	CUresult rc;
+
+	if (__atomic_load_n(&m->m.ctx, __ATOMIC_ACQUIRE))
+		return CUDA_SUCCESS;
+	rc = vgpu_ctx_current(&ctx);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&m->lock);
+	if (!m->m.ctx) {
+		rc = send_image(m, ctx, m->pending, m->pending_size);
+		if (!rc) {
+			free(m->pending);
+			m->pending = NULL;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+static CUresult load_bytes(const void *image, uint64_t size, bool library, struct module **out)
+{
+	struct vgpu_ctx *ctx = NULL;
 	struct module *m;
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_LOAD } };
 	CUresult rc = vgpu_ctx_current(&ctx);
 
-	if (rc)
+	if (rc && !(library && rc == CUDA_ERROR_INVALID_CONTEXT))
 		return rc;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -198,12 +264,15 @@ static CUresult load_bytes(const void *image, uint64_t size, bool library, struc
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	r.sqe.ctx = ctx->id;
-	r.sqe.arg[0] = m->m.id;
-	r.sqe.arg[1] = size;
-	r.sqe.arg[2] = VGPU_IMAGE_AUTO;
-	/* arg3/arg4 (content hash) stay 0 until the worker caches images. */
-	rc = vgpu_call_send(&r, image, size);
+	if (ctx) {
+		rc = send_image(m, ctx, image, size);
+	} else {
+		m->pending = malloc(size);
+		if (m->pending)
+			memcpy(m->pending, image, size);
+		m->pending_size = size;
+		rc = m->pending ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (rc) {
 		vgpu_id_free(VGPU_K_MODULE, m->m.id);
 		free(m);
@@ -211,7 +280,6 @@ static CUresult load_bytes(const void *image, uint64_t size, bool library, struc
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	m->m.magic = VGPU_MODULE_MAGIC;
-	m->m.ctx = ctx;
 	m->m.is_library = library;
 	*out = m;
 	return CUDA_SUCCESS;
@@ -291,7 +359,9 @@ static void free_tables(struct module *m)
 
 static CUresult unload(struct module *m)
 {
-	CUresult rc = vgpu_post5(VGPU_OP_MODULE_UNLOAD, m->m.ctx->id, 0, m->m.id, 0, 0, 0, 0);
+	CUresult rc = m->m.ctx ? vgpu_post5(VGPU_OP_MODULE_UNLOAD, m->m.ctx->id, 0, m->m.id, 0,
+					    0, 0, 0)
+			       : CUDA_SUCCESS;	/* a library never used: never sent */
 
 	/* The worker drops the module's functions with it; the ids are free
 	 * again once it has been told (later reuse comes after in ring order). */
@@ -302,6 +372,7 @@ static CUresult unload(struct module *m)
 		vgpu_id_free(VGPU_K_MODULE, m->m.id);
 	}
 	free_tables(m);
+	free(m->pending);
 	m->m.magic = 0;
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -396,7 +467,7 @@ VGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 VGPU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
 	struct module *m;
-	CUresult rc = module_resolve(hmod, &m);
+	CUresult rc = module_lookup(hmod, &m);
 
 	if (rc)
 		return rc;
@@ -456,7 +527,7 @@ VGPU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileN
 VGPU_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 {
 	struct module *m;
-	CUresult rc = module_resolve(library, &m);
+	CUresult rc = module_lookup(library, &m);
 
 	if (rc)
 		return rc;
@@ -499,53 +570,87 @@ static struct vgpu_func_info *take_info(const void *reply, uint64_t len)
 }
 
 /* Called with m->lock held. */
-static CUresult lookup_function(struct module *m, const char *name, size_t len, uint32_t h,
-				struct func **out)
+/* Asks the worker for fn's function (name, layout, attributes): fills in
+ * fn->f.info and then fn->f.id, which says it is usable. */
+static CUresult fetch_function(struct module *m, struct func *fn, size_t len)
 {
 	struct vgpu_session *s = vgpu_session_peek();
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_FUNCTION } };
-	struct func *fn;
 	CUresult rc;
 
 	r.reply_cap = s->ring.reply_slot_size;
 	r.reply = malloc(r.reply_cap);
-	fn = calloc(1, sizeof(*fn) + len);
 	r.sqe.arg[1] = vgpu_id_alloc(VGPU_K_FUNC);
-	if (!r.reply || !fn || !r.sqe.arg[1]) {
+	if (!r.reply || !r.sqe.arg[1]) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto fail;
 	}
 	r.sqe.ctx = m->m.ctx->id;
 	r.sqe.arg[0] = m->m.id;
-	r.payload = name;
+	r.payload = fn->f.name;
 	r.payload_len = len;
 	rc = vgpu_call(&r);
 	if (rc)
 		goto fail;
 	fn->f.info = take_info(r.reply, r.cqe.val[2]);
+	free(r.reply);
 	if (!fn->f.info) {
 		/* The worker holds the id now: it stays taken. */
-		vlog_err("worker's description of %s is inconsistent", name);
-		free(r.reply);
-		free(fn);
+		vlog_err("worker's description of %s is inconsistent", fn->f.name);
 		return CUDA_ERROR_UNKNOWN;
 	}
-	fn->f.magic = VGPU_FUNC_MAGIC;
-	fn->f.id = r.sqe.arg[1];
-	fn->f.mod = &m->m;
-	memcpy(fn->f.name, name, len);
-	if (ntab_put(&m->funcs, fn->f.name, h, fn)) {
-		/* Unreachable through the table, but valid: hand it out anyway. */
-		vlog_warn("out of memory caching %s", name);
-	}
-	free(r.reply);
-	*out = fn;
+	__atomic_store_n(&fn->f.id, (uint32_t)r.sqe.arg[1], __ATOMIC_RELEASE);
 	return CUDA_SUCCESS;
 fail:
 	if (r.sqe.arg[1])
 		vgpu_id_free(VGPU_K_FUNC, r.sqe.arg[1]);
 	free(r.reply);
-	free(fn);
+	return rc;
+}
+
+/*
+ * A new function handle for name, under the module's lock. A kernel of a
+ * library not yet bound to a context (see bind_library) is handed out
+ * unresolved, as the driver's CUkernel is context-free; its first use
+ * resolves it (vgpu_func_resolve).
+ */
+static CUresult lookup_function(struct module *m, const char *name, size_t len, uint32_t h,
+				struct func **out)
+{
+	struct func *fn = calloc(1, sizeof(*fn) + len);
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!fn)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(fn->f.name, name, len);
+	fn->f.mod = &m->m;
+	if (m->m.ctx)
+		rc = fetch_function(m, fn, len);
+	if (rc) {
+		free(fn);
+		return rc;
+	}
+	fn->f.magic = VGPU_FUNC_MAGIC;
+	if (ntab_put(&m->funcs, fn->f.name, h, fn)) {
+		/* Unreachable through the table, but valid: hand it out anyway. */
+		vlog_warn("out of memory caching %s", name);
+	}
+	*out = fn;
+	return CUDA_SUCCESS;
+}
+
+/* Binds the library and asks for the function, the first time it is used. */
+static CUresult resolve_deferred(struct vgpu_func *f)
+{
+	struct module *m = mod_of(f->mod);
+	CUresult rc = bind_library(m);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&m->lock);
+	if (!f->id)
+		rc = fetch_function(m, func_of(f), strlen(f->name) + 1);
+	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
 
@@ -555,7 +660,7 @@ static CUresult get_function(void *hmod, const char *name, void **out)
 	struct func *fn;
 	size_t len;
 	uint32_t h;
-	CUresult rc = module_resolve(hmod, &m);
+	CUresult rc = module_lookup(hmod, &m);
 
 	if (rc)
 		return rc;
@@ -566,6 +671,16 @@ static CUresult get_function(void *hmod, const char *name, void **out)
 		vlog_warn("kernel name of %zu bytes is beyond the protocol's %u", len,
 			  VGPU_MAX_NAME);
 		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	/* An unbound library is bound now if a context is current; if none
+	 * is, the kernel is handed out unresolved. */
+	if (!__atomic_load_n(&m->m.ctx, __ATOMIC_ACQUIRE)) {
+		struct vgpu_ctx *cur;
+
+		if (vgpu_ctx_current(&cur) == CUDA_SUCCESS)
+			rc = bind_library(m);
+		if (rc)
+			return rc;
 	}
 	h = name_hash(name);
 	pthread_mutex_lock(&m->lock);

@@ -175,19 +175,31 @@ static void test_tools_context(void)
 	const void *const *s = table(VGPU_DARK_TOOLS_CONTEXT);
 	CUresult (*dev)(CUcontext, CUdevice *) = (CUresult (*)(CUcontext, CUdevice *))s[3];
 	CUresult (*num)(CUcontext, uint64_t *) = (CUresult (*)(CUcontext, uint64_t *))s[4];
-	CUresult (*obj)(uint64_t, uint64_t, uint64_t *) =
-		(CUresult (*)(uint64_t, uint64_t, uint64_t *))s[51];
+	CUresult (*obj)(CUcontext, uint64_t, uint64_t **) =
+		(CUresult (*)(CUcontext, uint64_t, uint64_t **))s[51];
+	CUresult (*q39)(CUcontext, const uint64_t *, uint64_t *) =
+		(CUresult (*)(CUcontext, const uint64_t *, uint64_t *))s[39];
 	CUresult (*other)(void) = (CUresult (*)(void))s[10];
 	CUdevice d = -1;
-	uint64_t v = 7;
+	uint64_t v = 7, *o = NULL, *o2 = NULL;
 
-	CHECK((uintptr_t)s[0] == 95 * sizeof(void *));
+	CHECK((uintptr_t)s[0] == 93 * sizeof(void *));
 	CHECK(dev((CUcontext)0x10, &d) == CUDA_SUCCESS && d == 0);
 	CHECK(dev((CUcontext)0x10, NULL) == CUDA_ERROR_INVALID_VALUE);
 	CHECK(num(NULL, &v) == CUDA_SUCCESS && v == 0);
 	CHECK(num((CUcontext)0x10, &v) == CUDA_SUCCESS && v == 0x10);
-	CHECK(obj(0, 1, &v) == CUDA_SUCCESS && v != 0);
-	CHECK(obj(0, UINT64_MAX, &v) == CUDA_ERROR_INVALID_HANDLE);
+	/* [51]: one object per context, as the driver lays it out. */
+	CHECK(obj((CUcontext)&ctx_a, 0, &o) == CUDA_SUCCESS && o);
+	CHECK(o[0] == 1 && o[1] == 0 && o[2] == (uintptr_t)&ctx_a && o[5] == 1);
+	CHECK(obj((CUcontext)&ctx_a, 0, &o2) == CUDA_SUCCESS && o2 == o);
+	CHECK(obj((CUcontext)&ctx_b, 0, &o2) == CUDA_SUCCESS && o2 != o &&
+	      o2[2] == (uintptr_t)&ctx_b);
+	CHECK(obj((CUcontext)&ctx_a, UINT64_MAX, &o) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(obj((CUcontext)&ctx_a, 0, NULL) == CUDA_ERROR_INVALID_VALUE);
+	/* [39]: the driver's answer for that object. */
+	v = 0;
+	CHECK(q39((CUcontext)&ctx_a, o, &v) == CUDA_SUCCESS && v == 7);
+	CHECK(q39((CUcontext)&ctx_a, NULL, &v) == CUDA_ERROR_INVALID_VALUE);
 	CHECK(other() == CUDA_ERROR_NOT_SUPPORTED);
 }
 
@@ -197,11 +209,20 @@ static void test_unemulated_slot(void)
 	CUresult (*fn)(void) = (CUresult (*)(void))s[3];
 
 	CHECK(fn() == CUDA_ERROR_NOT_SUPPORTED);
-	/* Tools' thread state: nothing to keep without a profiler. */
+	/* Tools' thread state: [2] is the calling thread's context. */
 	s = table(VGPU_DARK_TOOLS_TLS);
-	for (int i = 1; i < 4; i++) {
-		fn = (CUresult (*)(void))s[i];
-		CHECK(fn() == CUDA_SUCCESS);
+	CHECK((uintptr_t)s[0] == 3 * sizeof(void *));
+	fn = (CUresult (*)(void))s[1];
+	CHECK(fn() == CUDA_SUCCESS);
+	{
+		CUresult (*cur)(CUcontext *) = (CUresult (*)(CUcontext *))s[2];
+		CUcontext c = (CUcontext)0x1;
+
+		current_ctx = (CUcontext)&ctx_b;
+		CHECK(cur(&c) == CUDA_SUCCESS && c == (CUcontext)&ctx_b);
+		current_ctx = NULL;
+		CHECK(cur(&c) == CUDA_SUCCESS && c == NULL);
+		CHECK(cur(NULL) == CUDA_ERROR_INVALID_VALUE);
 	}
 }
 
