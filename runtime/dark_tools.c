@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "log.h"
 
@@ -62,12 +63,31 @@ static CUresult tools_ctx_number(CUcontext ctx, uint64_t *out)
 }
 
 /*
- * [51](ctx, 0, &obj) then [39](ctx, obj, &out): per-context tool state.
- * The real driver's answers (tools/dark-trace under cuBLAS 13): obj points
- * to {1, 0, ctx, 0, 0, 1, ...} and [39] stores 7. We answer the same; the
- * caller only passes the object back.
+ * [51](ctx, 0, &obj) then [39](ctx, obj, &out): a per-context pool of small
+ * device buffers that cuBLAS uses around its GEMMs (with zeroed records it
+ * fails every GEMM with CUBLAS_STATUS_INTERNAL_ERROR). Laid out as the
+ * driver's, seen with tools/dark-trace under cuBLAS 13.1 on an H100: the
+ * object holds {1, 0, ctx, 0, 0, 1, ..., [9] state, [11] 1, [15..22] eight
+ * records}; each record is {owner, device address, 0x800 bytes, a host
+ * object, 1 << 32, the object, previous, next} in a circular list, the eight
+ * buffers contiguous; [39] stores 7.
  */
 #define TOOLS_CTX_OBJECTS 16
+#define TOOLS_CTX_RECORDS 8
+#define TOOLS_CTX_RECORD_BYTES 0x800
+
+struct tools_ctx_object;
+
+struct tools_ctx_record {
+	const void *owner;
+	uint64_t dptr;
+	uint64_t size;
+	const void *host;
+	uint64_t flags;
+	struct tools_ctx_object *obj;
+	struct tools_ctx_record *prev, *next;
+	uint64_t rest[17];		/* 200 bytes in all */
+};
 
 static struct tools_ctx_object {
 	uint64_t one;
@@ -75,13 +95,59 @@ static struct tools_ctx_object {
 	CUcontext ctx;
 	uint64_t zero2[2];
 	uint64_t one2;
-	uint64_t rest[154];
+	uint64_t zero3[3];
+	const uint64_t *state;		/* {ctx, 0, 0, 1} */
+	uint64_t zero4;
+	uint64_t one3;
+	uint64_t zero5[3];
+	struct tools_ctx_record *records[TOOLS_CTX_RECORDS];
+	uint64_t zero6;
+	uint64_t state_mem[8];
+	uint64_t owner_mem[32];
+	uint64_t host_mem[TOOLS_CTX_RECORDS][10];
+	struct tools_ctx_record record_mem[TOOLS_CTX_RECORDS];
 } tools_ctx_objects[TOOLS_CTX_OBJECTS];
 static pthread_mutex_t tools_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Fills a fresh object for ctx, its buffers allocated in ctx. */
+static CUresult tools_ctx_object_init(struct tools_ctx_object *o, CUcontext ctx)
+{
+	CUdeviceptr base = 0;
+	CUcontext popped;
+	CUresult rc = cuCtxPushCurrent_v2(ctx);
+
+	if (rc)
+		return rc;
+	rc = cuMemAlloc_v2(&base, TOOLS_CTX_RECORDS * TOOLS_CTX_RECORD_BYTES);
+	cuCtxPopCurrent_v2(&popped);
+	if (rc)
+		return rc;
+	memset(o, 0, sizeof(*o));
+	o->one = o->one2 = o->one3 = 1;
+	o->ctx = ctx;
+	o->state_mem[0] = (uint64_t)(uintptr_t)ctx;
+	o->state_mem[3] = 1;
+	o->state = o->state_mem;
+	for (int i = 0; i < TOOLS_CTX_RECORDS; i++) {
+		struct tools_ctx_record *r = &o->record_mem[i];
+
+		r->owner = o->owner_mem;
+		r->dptr = base + (uint64_t)i * TOOLS_CTX_RECORD_BYTES;
+		r->size = TOOLS_CTX_RECORD_BYTES;
+		r->host = o->host_mem[i];
+		r->flags = 1ull << 32;
+		r->obj = o;
+		r->prev = &o->record_mem[(i + TOOLS_CTX_RECORDS - 1) % TOOLS_CTX_RECORDS];
+		r->next = &o->record_mem[(i + 1) % TOOLS_CTX_RECORDS];
+		o->records[i] = r;
+	}
+	return CUDA_SUCCESS;
+}
 
 static CUresult tools_ctx_get_object(CUcontext ctx, uint64_t handle, struct tools_ctx_object **out)
 {
 	struct tools_ctx_object *o = NULL;
+	CUresult rc = CUDA_SUCCESS;
 
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -89,17 +155,22 @@ static CUresult tools_ctx_get_object(CUcontext ctx, uint64_t handle, struct tool
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!ctx && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&tools_ctx_lock);
-	for (int i = 0; i < TOOLS_CTX_OBJECTS && !o; i++) {
-		struct tools_ctx_object *c = &tools_ctx_objects[i];
-
-		if (c->ctx == ctx || !c->ctx) {
-			c->one = c->one2 = 1;
-			c->ctx = ctx;
-			o = c;
+	for (int i = 0; i < TOOLS_CTX_OBJECTS && !o; i++)
+		if (tools_ctx_objects[i].ctx == ctx)
+			o = &tools_ctx_objects[i];
+	for (int i = 0; i < TOOLS_CTX_OBJECTS && !o; i++)
+		if (!tools_ctx_objects[i].ctx) {
+			rc = tools_ctx_object_init(&tools_ctx_objects[i], ctx);
+			if (!rc)
+				o = &tools_ctx_objects[i];
+			break;
 		}
-	}
 	pthread_mutex_unlock(&tools_ctx_lock);
+	if (rc)
+		return rc;
 	if (!o) {
 		vlog_warn("dark API: TOOLS_CONTEXT[51]: more than %d contexts", TOOLS_CTX_OBJECTS);
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -44,6 +44,32 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+static CUcontext pushed_ctx;
+static CUdeviceptr next_dptr = 0x200000000000ull;
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	pushed_ctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	*ctx = pushed_ctx;
+	pushed_ctx = NULL;
+	return CUDA_SUCCESS;
+}
+
+/* Allocations only while a context is pushed, as the runtime's would be. */
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size)
+{
+	if (!pushed_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*p = next_dptr;
+	next_dptr += (size + 0xfffff) & ~0xfffffull;
+	return CUDA_SUCCESS;
+}
+
 CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
 {
 	(void)ctx;
@@ -188,9 +214,19 @@ static void test_tools_context(void)
 	CHECK(dev((CUcontext)0x10, NULL) == CUDA_ERROR_INVALID_VALUE);
 	CHECK(num(NULL, &v) == CUDA_SUCCESS && v == 0);
 	CHECK(num((CUcontext)0x10, &v) == CUDA_SUCCESS && v == 0x10);
-	/* [51]: one object per context, as the driver lays it out. */
+	/* [51]: one object per context, as the driver lays it out: eight
+	 * records of 0x800-byte device buffers, contiguous, in a ring. */
 	CHECK(obj((CUcontext)&ctx_a, 0, &o) == CUDA_SUCCESS && o);
-	CHECK(o[0] == 1 && o[1] == 0 && o[2] == (uintptr_t)&ctx_a && o[5] == 1);
+	CHECK(o[0] == 1 && o[1] == 0 && o[2] == (uintptr_t)&ctx_a && o[5] == 1 && o[11] == 1);
+	CHECK(((uint64_t *)o[9])[0] == (uintptr_t)&ctx_a);
+	for (int i = 0; i < 8; i++) {
+		const uint64_t *r = (const uint64_t *)o[15 + i];
+
+		CHECK(r[1] == 0x200000000000ull + 0x800ull * i && r[2] == 0x800);
+		CHECK(r[5] == (uintptr_t)o && r[7] == o[15 + (i + 1) % 8] &&
+		      r[6] == o[15 + (i + 7) % 8]);
+	}
+	CHECK(pushed_ctx == NULL);
 	CHECK(obj((CUcontext)&ctx_a, 0, &o2) == CUDA_SUCCESS && o2 == o);
 	CHECK(obj((CUcontext)&ctx_b, 0, &o2) == CUDA_SUCCESS && o2 != o &&
 	      o2[2] == (uintptr_t)&ctx_b);
