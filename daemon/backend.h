@@ -61,6 +61,15 @@
 	X(cuStreamQuery) \
 	X(cuStreamWaitEvent) \
 	X(cuLaunchHostFunc) \
+	X(cuStreamBeginCapture_v2) \
+	X(cuStreamEndCapture) \
+	X(cuStreamGetCaptureInfo_v3) \
+	X(cuGraphGetNodes) \
+	X(cuGraphInstantiateWithFlags) \
+	X(cuGraphLaunch) \
+	X(cuGraphUpload) \
+	X(cuGraphExecDestroy) \
+	X(cuGraphDestroy) \
 	X(cuEventCreate) \
 	X(cuEventDestroy_v2) \
 	X(cuEventRecordWithFlags) \

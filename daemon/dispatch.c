@@ -25,6 +25,7 @@ void dispatch_init(void)
 	add(exec_memory_ops);
 	add(exec_stream_ops);
 	add(exec_module_ops);
+	add(exec_graph_ops);
 	add(exec_bulk_ops);
 }
 

@@ -119,6 +119,8 @@ static enum op_status op_htod_staged(struct worker *w, struct op_call *call)
 
 	if (!err && !worker_addr_ok(w, dst, total))
 		err = CUDA_ERROR_INVALID_VALUE;
+	if (!err && worker_capturing(w, st))
+		err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (!err)
 		err = ensure_events(w, &f);
 	/* Even a refused copy drains every piece, so the client never waits
@@ -176,6 +178,8 @@ static enum op_status op_dtoh_staged(struct worker *w, struct op_call *call)
 
 	if (!err && !worker_addr_ok(w, src, total))
 		err = CUDA_ERROR_INVALID_VALUE;
+	if (!err && worker_capturing(w, st))
+		err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (!err)
 		err = ensure_events(w, &f);
 	for (uint32_t k = 0; off < total; k++) {

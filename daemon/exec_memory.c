@@ -145,6 +145,8 @@ static enum op_status op_htod(struct worker *w, struct op_call *call)
 
 	if (rc || s->arg[1] != call->len || !worker_addr_ok(w, s->arg[0], call->len))
 		return finish(w, call, NULL, rc ? rc : CUDA_ERROR_INVALID_VALUE);
+	if (worker_capturing(w, st))
+		return finish(w, call, NULL, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 	/* The payload copy is pageable memory, so the driver has staged it
 	 * by the time this returns and the buffer may be reused. */
 	rc = w->B.cuMemcpyHtoDAsync_v2(s->arg[0], call->payload, call->len, st);
@@ -185,6 +187,10 @@ static enum op_status op_dtoh(struct worker *w, struct op_call *call)
 
 	if (rc || s->arg[1] > w->ring.reply_slot_size || !worker_addr_ok(w, s->arg[0], s->arg[1])) {
 		call->cqe->result = rc ? rc : CUDA_ERROR_INVALID_VALUE;
+		return OP_DONE;
+	}
+	if (worker_capturing(w, st)) {
+		call->cqe->result = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		return OP_DONE;
 	}
 	/* The reply slot is pageable to the driver: the copy is complete when

@@ -124,6 +124,8 @@ CUresult host_ctx_get(struct host_ctx **out);
 /* The context a stream operation runs in: the stream's, or the current one
  * for the NULL and the special streams; checked as host_ctx_get. Under host.lock. */
 CUresult host_stream_ctx(CUstream s, struct host_ctx **out);
+/* host_stream_ctx under host.lock, for calls that only check the stream. */
+CUresult host_stream_check(CUstream s);
 /* Marks ctx poisoned by a device-side error (takes host.lock). */
 void host_ctx_poison(struct host_ctx *ctx, CUresult err);
 /* Frees everything ctx owns; under host.lock. */

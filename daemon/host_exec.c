@@ -78,7 +78,7 @@ CUresult host_cuStreamDestroy_v2(CUstream h)
 	return r;
 }
 
-static CUresult stream_check(CUstream h)
+CUresult host_stream_check(CUstream h)
 {
 	struct host_ctx *ctx = NULL;
 	CUresult r;
@@ -91,12 +91,12 @@ static CUresult stream_check(CUstream h)
 
 CUresult host_cuStreamSynchronize(CUstream h)
 {
-	return stream_check(h);
+	return host_stream_check(h);
 }
 
 CUresult host_cuStreamQuery(CUstream h)
 {
-	return stream_check(h);
+	return host_stream_check(h);
 }
 
 CUresult host_cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
@@ -116,7 +116,7 @@ CUresult host_cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
 
 CUresult host_cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data)
 {
-	CUresult r = stream_check(h);
+	CUresult r = host_stream_check(h);
 
 	if (r)
 		return r;

@@ -161,6 +161,8 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	obj_table_init(&w->events, "event");
 	obj_table_init(&w->modules, "module");
 	obj_table_init(&w->funcs, "function");
+	obj_table_init(&w->graphs, "graph");
+	obj_table_init(&w->graph_execs, "graph instance");
 	pthread_mutex_init(&w->cq_lock, NULL);
 	dispatch_init();
 	return 0;

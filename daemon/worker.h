@@ -39,7 +39,8 @@ struct worker {
 	CUdevice devices[VGPU_MAX_DEVICES];
 	CUcontext primary[VGPU_MAX_DEVICES];	/* retained at start-up */
 	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
-	struct obj_table ctxs, streams, events, modules, funcs;
+	struct obj_table ctxs, streams, events, modules, funcs, graphs, graph_execs;
+	uint32_t captures;		/* stream captures begun and not ended */
 	uint32_t cur_ctx;		/* ctx id current on the main thread */
 	CUresult deferred;		/* first error of an asynchronous call */
 	pthread_mutex_t cq_lock;	/* the CQ has two producers */
@@ -90,6 +91,7 @@ extern const struct op_desc exec_memory_ops[];
 extern const struct op_desc exec_stream_ops[];
 extern const struct op_desc exec_module_ops[];
 extern const struct op_desc exec_bulk_ops[];
+extern const struct op_desc exec_graph_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */
@@ -118,6 +120,8 @@ int worker_global_contains(struct worker *w, uint64_t p, uint64_t len);
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len);
 /* Puts the pending error of earlier asynchronous calls into a reply. */
 void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c);
+/* st is capturing: pageable copies are refused (exec_graph.c). */
+bool worker_capturing(struct worker *w, CUstream st);
 
 /* waiter.c: finish a reply once GPU work is done, off the main thread. */
 int waiter_start(struct worker *w);

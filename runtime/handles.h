@@ -19,6 +19,8 @@ enum vgpu_kind {
 	VGPU_K_EVENT,
 	VGPU_K_MODULE,
 	VGPU_K_FUNC,
+	VGPU_K_GRAPH,
+	VGPU_K_GRAPH_EXEC,
 	VGPU_K_COUNT
 };
 
@@ -31,6 +33,8 @@ VGPU_HIDDEN void vgpu_id_free(enum vgpu_kind k, uint32_t id);
 #define VGPU_EVENT_MAGIC	0x76657674u	/* "vevt" */
 #define VGPU_MODULE_MAGIC	0x766d6f64u	/* "vmod" */
 #define VGPU_FUNC_MAGIC		0x7666756eu	/* "vfun" */
+#define VGPU_GRAPH_MAGIC	0x76677270u	/* "vgrp" */
+#define VGPU_GRAPH_EXEC_MAGIC	0x76677865u	/* "vgxe" */
 
 /* context.c */
 struct vgpu_ctx {

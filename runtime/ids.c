@@ -45,6 +45,8 @@ static const char *const kind_name[VGPU_K_COUNT] = {
 	[VGPU_K_EVENT] = "event",
 	[VGPU_K_MODULE] = "module",
 	[VGPU_K_FUNC] = "function",
+	[VGPU_K_GRAPH] = "graph",
+	[VGPU_K_GRAPH_EXEC] = "graph instance",
 };
 
 static uint32_t first_id(enum vgpu_kind k)

@@ -86,7 +86,7 @@
 #include <stdint.h>
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	1u
+#define VGPU_PROTO_VERSION	2u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -273,6 +273,17 @@ enum vgpu_op {
 					 * arg3 flags; R: val0 blocks per SM */
 	VGPU_OP_OCCUPANCY_CLUSTERS,	/* arg0 function id, arg1 grid xyz, arg2 block xyz,
 					 * arg3 dyn smem, arg4 cluster xyz; R: val0 clusters */
+
+	/* stream capture and graphs: ids issued by the client */
+	VGPU_OP_STREAM_BEGIN_CAPTURE = 0x90,	/* sqe.stream, arg0 CUstreamCaptureMode */
+	VGPU_OP_STREAM_END_CAPTURE,	/* sqe.stream, arg0 new graph id */
+	VGPU_OP_STREAM_CAPTURE_INFO,	/* sqe.stream; R: val0 status, val1 capture id */
+	VGPU_OP_GRAPH_NODE_COUNT,	/* arg0 graph id; R: val0 nodes */
+	VGPU_OP_GRAPH_INSTANTIATE,	/* arg0 graph id, arg1 new exec id, arg2 flags */
+	VGPU_OP_GRAPH_LAUNCH,		/* sqe.stream, arg0 exec id */
+	VGPU_OP_GRAPH_UPLOAD,		/* sqe.stream, arg0 exec id */
+	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
+	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
 	VGPU_OP_MAX
 };

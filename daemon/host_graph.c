@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream capture and graphs on the host backend: not emulated. Its streams
+ * run every operation at once, so there is nothing to record; beginning a
+ * capture says so (CUDA_ERROR_NOT_SUPPORTED, logged once) and no stream is
+ * ever capturing. The graph calls cannot be reached without a capture.
+ */
+#include "host_backend.h"
+#include "log.h"
+
+static CUresult no_graphs(const char *what)
+{
+	static int said;
+
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		vlog_warn("host backend: %s: stream capture and graphs are not emulated", what);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult host_cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+	CUresult rc = host_stream_check(s);
+
+	(void)mode;
+	return rc ? rc : no_graphs("cuStreamBeginCapture");
+}
+
+CUresult host_cuStreamEndCapture(CUstream s, CUgraph *graph)
+{
+	(void)s;
+	(void)graph;
+	return CUDA_ERROR_ILLEGAL_STATE;	/* never capturing */
+}
+
+CUresult host_cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+					CUgraph *graph, const CUgraphNode **deps,
+					const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	CUresult rc = host_stream_check(s);
+
+	if (rc)
+		return rc;
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (id)
+		*id = 0;
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult host_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
+{
+	(void)g;
+	(void)nodes;
+	(void)n;
+	return no_graphs("cuGraphGetNodes");
+}
+
+CUresult host_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags)
+{
+	(void)exec;
+	(void)g;
+	(void)flags;
+	return no_graphs("cuGraphInstantiate");
+}
+
+CUresult host_cuGraphLaunch(CUgraphExec exec, CUstream s)
+{
+	(void)exec;
+	(void)s;
+	return no_graphs("cuGraphLaunch");
+}
+
+CUresult host_cuGraphUpload(CUgraphExec exec, CUstream s)
+{
+	(void)exec;
+	(void)s;
+	return no_graphs("cuGraphUpload");
+}
+
+CUresult host_cuGraphExecDestroy(CUgraphExec exec)
+{
+	(void)exec;
+	return no_graphs("cuGraphExecDestroy");
+}
+
+CUresult host_cuGraphDestroy(CUgraph g)
+{
+	(void)g;
+	return no_graphs("cuGraphDestroy");
+}

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream capture and CUDA graphs. A capture runs in the worker, on the
+ * worker's stream: what the program submits meanwhile is recorded there by
+ * the driver, so a graph and its instances live in the worker under ids
+ * issued here, and the handles given to the program carry those ids.
+ * Beginning and ending a capture, counting nodes and instantiating wait for
+ * the worker (they can fail); launches, uploads and destroys are posted.
+ *
+ * Capture queries are answered here while no capture is active anywhere in
+ * the session (the common case: cudart asks often), and by the worker
+ * otherwise. What they cannot give: the capturing graph and its dependency
+ * nodes (NULL and 0), and node handles (cuGraphGetNodes counts only).
+ */
+#include <stdlib.h>
+
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+#include "unsupported.h"
+
+struct graph {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_ctx *ctx;
+};
+
+static uint32_t captures;	/* begun and not yet ended, session-wide */
+static __thread CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+static CUresult graph_resolve(void *h, uint32_t magic, struct graph **out)
+{
+	struct graph *g = h;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!g || g->magic != magic)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static struct graph *graph_new(enum vgpu_kind k, uint32_t magic, struct vgpu_ctx *ctx)
+{
+	struct graph *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->id = vgpu_id_alloc(k);
+	if (!g->id) {
+		free(g);
+		return NULL;
+	}
+	g->magic = magic;
+	g->ctx = ctx;
+	return g;
+}
+
+static void graph_free(struct graph *g, enum vgpu_kind k)
+{
+	vgpu_id_free(k, g->id);
+	g->magic = 0;
+	free(g);
+}
+
+/* ---- capture ------------------------------------------------------------ */
+
+static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
+{
+	struct vgpu_ctx *ctx;
+	struct vgpu_cqe cqe;
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	if ((unsigned int)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(VGPU_OP_STREAM_BEGIN_CAPTURE, ctx->id, sid, mode, 0, 0, 0, 0, &cqe);
+	if (!rc)
+		__atomic_add_fetch(&captures, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
+{
+	return begin_capture(hStream, false, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+	return begin_capture(hStream, true, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, false, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, true, mode);
+}
+
+static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
+{
+	struct vgpu_ctx *ctx;
+	struct vgpu_cqe cqe;
+	struct graph *g;
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = vgpu_call5(VGPU_OP_STREAM_END_CAPTURE, ctx->id, sid, g->id, 0, 0, 0, 0, &cqe);
+	/* The capture is over unless the stream was not capturing at all. */
+	if (rc != CUDA_ERROR_ILLEGAL_STATE && __atomic_load_n(&captures, __ATOMIC_ACQUIRE))
+		__atomic_sub_fetch(&captures, 1, __ATOMIC_ACQ_REL);
+	if (rc) {
+		graph_free(g, VGPU_K_GRAPH);
+		*out = NULL;
+		return rc;
+	}
+	*out = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, false, phGraph);
+}
+
+VGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, true, phGraph);
+}
+
+static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *status,
+			     cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+			     const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	struct vgpu_ctx *ctx;
+	struct vgpu_cqe cqe = { 0 };
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE)) {
+		rc = vgpu_call5(VGPU_OP_STREAM_CAPTURE_INFO, ctx->id, sid, 0, 0, 0, 0, 0, &cqe);
+		if (rc)
+			return rc;
+	}
+	*status = (CUstreamCaptureStatus)cqe.val[0];
+	if (id)
+		*id = cqe.val[1];
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return capture_info(hStream, false, captureStatus, NULL, NULL, NULL, NULL, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+					      CUstreamCaptureStatus *captureStatus)
+{
+	return capture_info(hStream, true, captureStatus, NULL, NULL, NULL, NULL, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					    cuuint64_t *id_out)
+{
+	return capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+						 CUstreamCaptureStatus *captureStatus_out,
+						 cuuint64_t *id_out)
+{
+	return capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+					       CUstreamCaptureStatus *captureStatus_out,
+					       cuuint64_t *id_out, CUgraph *graph_out,
+					       const CUgraphNode **dependencies_out,
+					       size_t *numDependencies_out)
+{
+	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+			    dependencies_out, NULL, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+						    CUstreamCaptureStatus *captureStatus_out,
+						    cuuint64_t *id_out, CUgraph *graph_out,
+						    const CUgraphNode **dependencies_out,
+						    size_t *numDependencies_out)
+{
+	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+			    dependencies_out, NULL, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+					       CUstreamCaptureStatus *captureStatus_out,
+					       cuuint64_t *id_out, CUgraph *graph_out,
+					       const CUgraphNode **dependencies_out,
+					       const CUgraphEdgeData **edgeData_out,
+					       size_t *numDependencies_out)
+{
+	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+			    dependencies_out, edgeData_out, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+						    CUstreamCaptureStatus *captureStatus_out,
+						    cuuint64_t *id_out, CUgraph *graph_out,
+						    const CUgraphNode **dependencies_out,
+						    const CUgraphEdgeData **edgeData_out,
+						    size_t *numDependencies_out)
+{
+	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+			    dependencies_out, edgeData_out, numDependencies_out);
+}
+
+/* The calling thread's mode: what cudart swaps around calls that would be
+ * unsafe during a global capture. */
+VGPU_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	CUstreamCaptureMode old;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!mode || (unsigned int)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	old = thread_mode;
+	thread_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
+
+/* ---- graphs ------------------------------------------------------------- */
+
+VGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	struct vgpu_cqe cqe;
+	struct graph *g;
+	CUresult rc = graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g);
+
+	if (rc)
+		return rc;
+	if (!numNodes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nodes)	/* node handles would need every node mirrored here */
+		return vgpu_unsupported("cuGraphGetNodes (node handles)");
+	rc = vgpu_call5(VGPU_OP_GRAPH_NODE_COUNT, g->ctx->id, 0, g->id, 0, 0, 0, 0, &cqe);
+	if (!rc)
+		*numNodes = cqe.val[0];
+	return rc;
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
+{
+	struct vgpu_cqe cqe;
+	struct graph *g, *e;
+	CUresult rc = graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g);
+
+	if (rc)
+		return rc;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	e = graph_new(VGPU_K_GRAPH_EXEC, VGPU_GRAPH_EXEC_MAGIC, g->ctx);
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = vgpu_call5(VGPU_OP_GRAPH_INSTANTIATE, g->ctx->id, 0, g->id, e->id, flags, 0, 0, &cqe);
+	if (rc) {
+		graph_free(e, VGPU_K_GRAPH_EXEC);
+		return rc;
+	}
+	*out = (CUgraphExec)e;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+						 unsigned long long flags)
+{
+	return instantiate(phGraphExec, hGraph, flags);
+}
+
+/* The old signature: an error node and a log, which stay empty. */
+static CUresult instantiate_logged(CUgraphExec *exec, CUgraph g, CUgraphNode *err_node,
+				   char *log, size_t log_size)
+{
+	if (err_node)
+		*err_node = NULL;
+	if (log && log_size)
+		log[0] = 0;
+	return instantiate(exec, g, 0);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+					CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	return instantiate_logged(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+					   CUgraphNode *phErrorNode, char *logBuffer,
+					   size_t bufferSize)
+{
+	return instantiate_logged(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+static CUresult launch(CUgraphExec h, CUstream hs, bool ptds, uint16_t op)
+{
+	struct vgpu_ctx *ctx;
+	struct graph *e;
+	uint32_t sid;
+	CUresult rc = graph_resolve(h, VGPU_GRAPH_EXEC_MAGIC, &e);
+
+	if (!rc)
+		rc = vgpu_stream_resolve(hs, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	if (ctx != e->ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return vgpu_post5(op, ctx->id, sid, e->id, 0, 0, 0, 0);
+}
+
+static CUresult instantiate_params(CUgraphExec *exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+				   bool ptds)
+{
+	CUresult rc;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = instantiate(exec, g, p->flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+	p->hErrNode_out = NULL;
+	p->result_out = rc ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	if (!rc && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
+		rc = launch(*exec, p->hUploadStream, ptds, VGPU_OP_GRAPH_UPLOAD);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+						  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	return instantiate_params(phGraphExec, hGraph, instantiateParams, false);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						       CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	return instantiate_params(phGraphExec, hGraph, instantiateParams, true);
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return launch(hGraphExec, hStream, false, VGPU_OP_GRAPH_LAUNCH);
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return launch(hGraphExec, hStream, true, VGPU_OP_GRAPH_LAUNCH);
+}
+
+VGPU_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return launch(hGraphExec, hStream, false, VGPU_OP_GRAPH_UPLOAD);
+}
+
+VGPU_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return launch(hGraphExec, hStream, true, VGPU_OP_GRAPH_UPLOAD);
+}
+
+static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
+{
+	struct graph *g;
+	CUresult rc = graph_resolve(h, magic, &g);
+
+	if (rc)
+		return rc;
+	rc = vgpu_post5(op, g->ctx->id, 0, g->id, 0, 0, 0, 0);
+	if (!rc)	/* reusable once the worker has been told */
+		graph_free(g, k);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	return destroy(hGraphExec, VGPU_GRAPH_EXEC_MAGIC, VGPU_K_GRAPH_EXEC,
+		       VGPU_OP_GRAPH_EXEC_DESTROY);
+}
+
+VGPU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	return destroy(hGraph, VGPU_GRAPH_MAGIC, VGPU_K_GRAPH, VGPU_OP_GRAPH_DESTROY);
+}
