@@ -120,29 +120,19 @@ static enum op_status op_launch_graph(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
-static enum op_status op_exec_destroy(struct worker *w, struct op_call *call)
+/* GRAPH_EXEC_DESTROY and GRAPH_DESTROY: arg0 names the instance or graph. */
+static enum op_status op_destroy(struct worker *w, struct op_call *call)
 {
-	struct obj_entry *e = obj_get(&w->graph_execs, call->sqe->arg[0]);
+	bool exec = call->sqe->opcode == VGPU_OP_GRAPH_EXEC_DESTROY;
+	struct obj_table *t = exec ? &w->graph_execs : &w->graphs;
+	struct obj_entry *e = obj_get(t, call->sqe->arg[0]);
 
 	if (!e) {
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
-	call->cqe->result = w->B.cuGraphExecDestroy(e->obj);
-	obj_remove(&w->graph_execs, call->sqe->arg[0]);
-	return OP_DONE;
-}
-
-static enum op_status op_graph_destroy(struct worker *w, struct op_call *call)
-{
-	struct obj_entry *e = obj_get(&w->graphs, call->sqe->arg[0]);
-
-	if (!e) {
-		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
-		return OP_DONE;
-	}
-	call->cqe->result = w->B.cuGraphDestroy(e->obj);
-	obj_remove(&w->graphs, call->sqe->arg[0]);
+	call->cqe->result = exec ? w->B.cuGraphExecDestroy(e->obj) : w->B.cuGraphDestroy(e->obj);
+	obj_remove(t, call->sqe->arg[0]);
 	return OP_DONE;
 }
 
@@ -154,7 +144,7 @@ const struct op_desc exec_graph_ops[] = {
 	OP(GRAPH_INSTANTIATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_instantiate),
 	OP(GRAPH_LAUNCH, OPF_NEEDS_CTX, op_launch_graph),
 	OP(GRAPH_UPLOAD, OPF_NEEDS_CTX, op_launch_graph),
-	OP(GRAPH_EXEC_DESTROY, OPF_NEEDS_CTX, op_exec_destroy),
-	OP(GRAPH_DESTROY, OPF_NEEDS_CTX, op_graph_destroy),
+	OP(GRAPH_EXEC_DESTROY, OPF_NEEDS_CTX, op_destroy),
+	OP(GRAPH_DESTROY, OPF_NEEDS_CTX, op_destroy),
 	{ 0 },
 };

@@ -30,10 +30,25 @@ void host_stream_destroy(struct host_stream *s)
 	free(s);
 }
 
+/* A new stream or event joins set, owned by the current context, which
+ * *owner records under the lock (context teardown reads it). */
+static CUresult add_to_current_ctx(struct host_set *set, void *obj, struct host_ctx **owner)
+{
+	struct host_ctx *ctx = NULL;
+	CUresult r;
+
+	pthread_mutex_lock(&host.lock);
+	r = host_ctx_get(&ctx);
+	if (!r && host_set_add(set, obj))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	*owner = ctx;
+	pthread_mutex_unlock(&host.lock);
+	return r;
+}
+
 CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
 {
 	struct host_stream *s;
-	struct host_ctx *ctx = NULL;
 	CUresult r;
 
 	if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
@@ -48,12 +63,7 @@ CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int p
 		priority = HOST_PRIO_LEAST;
 	s->flags = flags;
 	s->priority = priority;
-	pthread_mutex_lock(&host.lock);
-	r = host_ctx_get(&ctx);
-	if (!r && host_set_add(&host.streams, s))
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	s->ctx = ctx;
-	pthread_mutex_unlock(&host.lock);
+	r = add_to_current_ctx(&host.streams, s, &s->ctx);
 	if (r) {
 		free(s);
 		return r;
@@ -139,7 +149,6 @@ CUresult host_cuEventCreate(CUevent *ph, unsigned int flags)
 	const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
 			       CU_EVENT_INTERPROCESS;
 	struct host_event *e;
-	struct host_ctx *ctx = NULL;
 	CUresult r;
 
 	if (!ph || (flags & ~known))
@@ -150,12 +159,7 @@ CUresult host_cuEventCreate(CUevent *ph, unsigned int flags)
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	e->flags = flags;
-	pthread_mutex_lock(&host.lock);
-	r = host_ctx_get(&ctx);
-	if (!r && host_set_add(&host.events, e))
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	e->ctx = ctx;
-	pthread_mutex_unlock(&host.lock);
+	r = add_to_current_ctx(&host.events, e, &e->ctx);
 	if (r) {
 		free(e);
 		return r;

@@ -6,6 +6,7 @@
  * ever capturing. The graph calls cannot be reached without a capture.
  */
 #include "host_backend.h"
+#include "capture.h"
 #include "log.h"
 
 static CUresult no_graphs(const char *what)
@@ -42,17 +43,8 @@ CUresult host_cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *statu
 		return rc;
 	if (!status)
 		return CUDA_ERROR_INVALID_VALUE;
-	*status = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (id)
-		*id = 0;
-	if (graph)
-		*graph = NULL;
-	if (deps)
-		*deps = NULL;
-	if (edges)
-		*edges = NULL;
-	if (ndeps)
-		*ndeps = 0;
+	vgpu_capture_info_fill(CU_STREAM_CAPTURE_STATUS_NONE, 0, status, id, graph, deps, edges,
+			       ndeps);
 	return CUDA_SUCCESS;
 }
 

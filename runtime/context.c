@@ -765,16 +765,24 @@ VGPU_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 /* ---- Queries answered locally ------------------------------------------- */
 
-VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+/* A query about the current context: the driver checks initialization,
+ * then the output pointer, then that there is a context. */
+static CUresult current_query(const void *out, struct vgpu_ctx **c)
 {
-	struct vgpu_ctx *c;
 	CUresult rc = vgpu_initialized();
 
 	if (rc)
 		return rc;
-	if (!device)
+	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = current_any(&c);
+	return current_any(c);
+}
+
+VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = current_query(device, &c);
+
 	if (rc)
 		return rc;
 	*device = c->dev;
@@ -812,13 +820,8 @@ static unsigned int ctx_flags(struct vgpu_ctx *c)
 VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = current_query(flags, &c);
 
-	if (rc)
-		return rc;
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*flags = ctx_flags(c);
@@ -888,13 +891,8 @@ VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = current_query(pconfig, &c);
 
-	if (rc)
-		return rc;
-	if (!pconfig)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*pconfig = (CUfunc_cache)__atomic_load_n(&obj_of(c)->cache, __ATOMIC_RELAXED);
@@ -906,13 +904,8 @@ VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = current_query(pConfig, &c);
 
-	if (rc)
-		return rc;
-	if (!pConfig)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = current_any(&c);
 	if (rc)
 		return rc;
 	*pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;

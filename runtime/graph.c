@@ -14,7 +14,8 @@
  */
 #include <stdlib.h>
 
-#include "driver.h"
+#include "driver.h"	/* cuda.h as the driver sees it: before capture.h */
+#include "capture.h"
 #include "handles.h"
 #include "init.h"
 #include "unsupported.h"
@@ -165,17 +166,8 @@ static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *statu
 		if (rc)
 			return rc;
 	}
-	*status = (CUstreamCaptureStatus)cqe.val[0];
-	if (id)
-		*id = cqe.val[1];
-	if (graph)
-		*graph = NULL;
-	if (deps)
-		*deps = NULL;
-	if (edges)
-		*edges = NULL;
-	if (ndeps)
-		*ndeps = 0;
+	vgpu_capture_info_fill((CUstreamCaptureStatus)cqe.val[0], cqe.val[1], status, id, graph,
+			       deps, edges, ndeps);
 	return CUDA_SUCCESS;
 }
 
