@@ -9,9 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
+#include <poll.h>
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -63,24 +62,40 @@ static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info
 /*
  * Device printf: the driver writes it to this process's stdout, and may
  * keep its own handle to it from initialisation on. So stdout is a pipe
- * from before the driver starts, and a thread relays it to the client's
- * stdout once there is a client (to ours until then).
+ * from before the driver starts, drained to the client's stdout (to ours
+ * until there is a client). Draining reads and writes under print_lock, so
+ * a drain that finds the pipe empty knows every earlier byte is written:
+ * flush_prints drains before each answer, and a thread drains whatever the
+ * driver prints between answers.
  */
-static void *print_relay(void *arg)
+static void drain_prints(struct worker *w)
 {
-	struct worker *w = arg;
 	char buf[65536];
 	ssize_t n;
 
+	pthread_mutex_lock(&w->print_lock);
 	while ((n = read(w->print_pipe, buf, sizeof(buf))) > 0) {
 		vlog_debug("relaying %zd bytes the driver printed", n);
-		pthread_mutex_lock(&w->print_lock);
 		for (ssize_t off = 0, k; off < n; off += k) {
 			k = write(read_once(&w->print_out), buf + off, n - off);
 			if (k <= 0)
 				break;	/* the client's stdout is gone: drop it */
 		}
-		pthread_mutex_unlock(&w->print_lock);
+	}
+	pthread_mutex_unlock(&w->print_lock);
+}
+
+static void *print_relay(void *arg)
+{
+	struct worker *w = arg;
+	struct pollfd pfd = { .fd = w->print_pipe, .events = POLLIN };
+
+	while (poll(&pfd, 1, -1) >= 0 || errno == EINTR) {
+		if (pfd.revents & (POLLERR | POLLNVAL))
+			break;
+		drain_prints(w);
+		if ((pfd.revents & POLLHUP) && !(pfd.revents & POLLIN))
+			break;
 	}
 	return NULL;
 }
@@ -95,6 +110,7 @@ static int capture_stdout(struct worker *w)
 	if (w->print_out < 0 || pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	fcntl(p[1], F_SETPIPE_SZ, 1 << 20);	/* the device FIFO's default size */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);	/* drains stop at an empty pipe */
 	dup2(p[1], STDOUT_FILENO);
 	close(p[1]);
 	w->print_pipe = p[0];
@@ -108,15 +124,10 @@ static int capture_stdout(struct worker *w)
 /* Before an answer: what the driver printed so far reaches the client. */
 static void flush_prints(struct worker *w)
 {
-	int left;
-
 	if (w->print_pipe < 0)
 		return;
 	fflush(NULL);	/* stdio buffers, the driver's included */
-	while (!ioctl(w->print_pipe, FIONREAD, &left) && left > 0)
-		sched_yield();
-	pthread_mutex_lock(&w->print_lock);	/* the last piece is written */
-	pthread_mutex_unlock(&w->print_lock);
+	drain_prints(w);
 }
 
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)
