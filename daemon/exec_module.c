@@ -41,6 +41,9 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 		w->B.cuModuleUnload(mod);
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}
+	if (rc)
+		vlog_debug("module %llu: loading %llu bytes: error %d", (unsigned long long)s->arg[0],
+			   (unsigned long long)size, rc);
 	call->cqe->result = rc;
 	return OP_DONE;
 }

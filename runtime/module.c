@@ -157,8 +157,10 @@ static CUresult module_lookup(void *h, struct module **out)
 
 	if (rc)
 		return rc;
-	if (!m || m->m.magic != VGPU_MODULE_MAGIC)
+	if (!m || m->m.magic != VGPU_MODULE_MAGIC) {
+		vlog_debug("not a module or library: %p", h);
 		return CUDA_ERROR_INVALID_HANDLE;
+	}
 	*out = m;
 	return CUDA_SUCCESS;
 }
@@ -413,11 +415,16 @@ static CUresult library_options(unsigned int n, CUlibraryOption *opt, void **val
 {
 	if (!n)
 		return CUDA_SUCCESS;
-	if (!opt || !val)
+	if (!opt)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (unsigned int i = 0; i < n; i++)
+	/* The driver reads a value only for the option that has one:
+	 * cuBLASLt passes BINARY_IS_PRESERVED with no value array. */
+	for (unsigned int i = 0; i < n; i++) {
 		if ((unsigned int)opt[i] >= CU_LIBRARY_NUM_OPTIONS)
 			return CUDA_ERROR_INVALID_VALUE;
+		if (opt[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE && !val)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	/* CU_LIBRARY_BINARY_IS_PRESERVED needs nothing: the image is copied.
 	 * HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE concerns cuLibraryGetUnifiedFunction. */
 	return CUDA_SUCCESS;
@@ -689,6 +696,8 @@ static CUresult get_function(void *hmod, const char *name, void **out)
 	pthread_mutex_unlock(&m->lock);
 	if (!rc)
 		*out = &fn->f;
+	else
+		vlog_debug("looking up %s: error %d", name, rc);
 	return rc;
 }
 
