@@ -11,6 +11,15 @@
  *   DARK_TRACE_MAX    calls logged per slot (default 20)
  *   DARK_TRACE_API    set: also log the driver functions handed out by
  *                     cuGetProcAddress (name, arguments, result)
+ *   DARK_TRACE_DEEP   set: dump one level further behind pointer arguments
+ *   DARK_TRACE_WATCH  set: after each ToolsContext[4] call, log every read of
+ *                     the context and of ToolsContext[51]'s object, its
+ *                     records and what they point to, until the next
+ *                     logged call (needs DARK_TRACE_API to end the window)
+ *   DARK_TRACE_STEP   a path prefix: after the second ToolsContext[4] call
+ *                     (cuBLAS's first GEMM), single-step the program until
+ *                     the next logged call and write the instructions run
+ *                     in libcublas* to PREFIX.1, one "lib+offset" a line
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,6 +30,8 @@
 #include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "dark_trace.h"
 
 #define MAX_STUBS 4096
 #define DEPTH 256
@@ -58,7 +69,7 @@ __attribute__((constructor)) static void load_real(void)
 }
 
 /* Copies len bytes at p, or fails on memory that is not mapped. */
-static int peek(uintptr_t p, void *buf, size_t len)
+int peek(uintptr_t p, void *buf, size_t len)
 {
 	struct iovec l = { buf, len }, r = { (void *)p, len };
 
@@ -91,9 +102,12 @@ static void dump(const char *tag, const char *when, int argno, uintptr_t p)
 	}
 }
 
+
 __attribute__((visibility("hidden"))) uintptr_t dark_trace_pre(long idx, uintptr_t *retslot, const uintptr_t *regs)
 {
 	/* regs: rax r9 r8 rcx rdx rsi rdi, from low to high */
+	step_stop();
+	watch_disarm(tag[idx]);
 	if (__atomic_fetch_add(&calls[idx], 1, __ATOMIC_RELAXED) < max_log)
 		fprintf(stderr, "[dark-trace] %s(%#lx, %#lx, %#lx, %#lx, %#lx)\n", tag[idx],
 			regs[6], regs[5], regs[4], regs[3], regs[2]);
@@ -122,6 +136,16 @@ __attribute__((visibility("hidden"))) uintptr_t dark_trace_post_hook(uintptr_t r
 		for (int a = 0; a < 4; a++)
 			dump(tag[idx], "after", a, stack[depth].args[a]);
 	}
+	if (!strcmp(tag[idx], "21318c60[51]")) {
+		uintptr_t obj = 0;
+
+		peek(stack[depth].args[2], &obj, sizeof(obj));
+		watch_note_object(obj);
+	}
+	if (!strcmp(tag[idx], "21318c60[4]")) {
+		watch_arm(stack[depth].args[0]);
+		step_arm();
+	}
 	return stack[depth].ret;
 }
 
@@ -141,7 +165,7 @@ static uintptr_t stub_for(uintptr_t fn, const char *name)
 
 	pthread_mutex_lock(&lock);
 	for (int k = 0; k < nstubs; k++)
-		if (orig[k] == fn) {
+		if (orig[k] == fn && !strcmp(tag[k], name)) {
 			r = dark_trace_stubs[k];
 			goto out;
 		}
