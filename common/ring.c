@@ -137,10 +137,11 @@ int vgpu_bell_wait(int bell, int sock, int timeout_ms)
 
 struct vgpu_sqe *client_sq_next(struct vgpu_ring *r)
 {
-	uint32_t head = load_acquire(&r->sh->sq_head);	/* D, matches C */
-
-	if (r->sq_local - head >= r->sq_entries)
-		return NULL;
+	if (r->sq_local - r->peer_seen >= r->sq_entries) {
+		r->peer_seen = load_acquire(&r->sh->sq_head);	/* D, matches C */
+		if (r->sq_local - r->peer_seen >= r->sq_entries)
+			return NULL;
+	}
 	return &r->sq[r->sq_local & (r->sq_entries - 1)];
 }
 
@@ -161,9 +162,12 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
 		return NULL;
 	if (at + len > size)
 		skip = size - at;	/* never wrap a payload */
-	head = load_acquire(&r->sh->payload_head);
-	if (pos + skip + len - head > size)
-		return NULL;
+	head = r->payload_seen;
+	if (pos + skip + len - head > size) {
+		head = r->payload_seen = load_acquire(&r->sh->payload_head);
+		if (pos + skip + len - head > size)
+			return NULL;
+	}
 	pos += skip;
 	*off = pos & (size - 1);
 	r->payload_local = pos + len;
@@ -203,8 +207,20 @@ bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)
 	if (tail == r->sq_local || tail - r->sq_local > r->sq_entries)
 		return false;
 	memcpy(out, &r->sq[r->sq_local & (r->sq_entries - 1)], sizeof(*out));
-	store_release(&r->sh->sq_head, ++r->sq_local);	/* C, matches D */
+	r->sq_local++;
 	return true;
+}
+
+void worker_sq_release(struct vgpu_ring *r)
+{
+	if (r->payload_published != r->payload_local) {
+		r->payload_published = r->payload_local;
+		store_release(&r->sh->payload_head, r->payload_local);
+	}
+	if (r->sq_published != r->sq_local) {
+		r->sq_published = r->sq_local;
+		store_release(&r->sh->sq_head, r->sq_local);	/* C, matches D */
+	}
 }
 
 static int payload_check(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
@@ -238,7 +254,6 @@ int worker_payload_take(struct vgpu_ring *r, const struct vgpu_sqe *sqe,
 		return -EINVAL;
 	memcpy(dst, r->payload + sqe->payload_off, sqe->payload_len);
 	r->payload_local = next;
-	store_release(&r->sh->payload_head, next);
 	return sqe->payload_len;
 }
 
@@ -251,7 +266,6 @@ int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe)
 	if (payload_check(r, sqe, &next))
 		return -EINVAL;
 	r->payload_local = next;
-	store_release(&r->sh->payload_head, next);
 	return 0;
 }
 
@@ -259,10 +273,11 @@ int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe)
 
 bool worker_cq_push(struct vgpu_ring *r, const struct vgpu_cqe *cqe)
 {
-	uint32_t head = load_acquire(&r->sh->cq_head);	/* D, matches C */
-
-	if (r->cq_local - head >= r->cq_entries)
-		return false;
+	if (r->cq_local - r->peer_seen >= r->cq_entries) {
+		r->peer_seen = load_acquire(&r->sh->cq_head);	/* D, matches C */
+		if (r->cq_local - r->peer_seen >= r->cq_entries)
+			return false;
+	}
 	r->cq[r->cq_local & (r->cq_entries - 1)] = *cqe;
 	store_release(&r->sh->cq_tail, ++r->cq_local);	/* A, matches B */
 	return true;

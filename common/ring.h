@@ -33,6 +33,13 @@ struct vgpu_ring {
 	uint32_t sq_local;	/* client: next tail; worker: next head */
 	uint32_t cq_local;	/* worker: next tail; client: next head */
 	uint32_t payload_local;	/* client: next tail; worker: expected head */
+	/* The other side's counter as last read (client: sq_head; worker:
+	 * cq_head), re-read only when the ring looks full: a read of a line
+	 * the other side writes is a cache miss on every call. */
+	uint32_t peer_seen;
+	uint32_t payload_seen;	/* client: payload_head as last read */
+	/* worker: sq_head and payload_head as last published */
+	uint32_t sq_published, payload_published;
 };
 
 /* Region layout for the given sizes; fills the offset fields of *w. */
@@ -57,8 +64,12 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off);
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out);
 bool client_cq_empty(struct vgpu_ring *r);
 
-/* worker: SQ consumer. Copies the entry out before anyone looks at it. */
+/* worker: SQ consumer. Copies the entry out before anyone looks at it.
+ * What it pops and takes goes back to the client only at
+ * worker_sq_release: once the SQ is empty or every few entries, so that
+ * the client's line is not stolen from it between its call and its answer. */
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out);
+void worker_sq_release(struct vgpu_ring *r);
 bool worker_sq_empty(struct vgpu_ring *r);
 /* Copies and releases the payload of @sqe into @dst (len <= @cap).
  * Returns the length, or -EINVAL when the entry lies about it. */

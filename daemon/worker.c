@@ -27,6 +27,7 @@
 #define DEV_WINDOW_HINT		0x200000000000ull
 #define HOST_POOL_HINT		0x300000000000ull
 #define SPIN_NS			50000	/* busy-poll this long before sleeping */
+#define RELEASE_BATCH		32	/* SQ entries consumed before handing slots back */
 
 static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info *d)
 {
@@ -350,6 +351,7 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 	struct vgpu_sqe sqe;
 	const char *why;
 	uint64_t spin_start = 0;
+	unsigned int batch = 0;
 	int n, ret, out_fd = -1, nfds = 1;
 
 	w->sock = client_sock;
@@ -385,8 +387,14 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
 			spin_start = 0;
+			if (++batch == RELEASE_BATCH) {
+				worker_sq_release(&w->ring);
+				batch = 0;
+			}
 			continue;
 		}
+		worker_sq_release(&w->ring);
+		batch = 0;
 		if (!spin_start)
 			spin_start = vgpu_now_ns();
 		if (vgpu_now_ns() - spin_start < SPIN_NS) {

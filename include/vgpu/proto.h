@@ -31,6 +31,11 @@
  *   Producer: write entry, then store-release tail.  (A, pairs with B)
  *   Consumer: load-acquire tail (B), read entry, store-release head (C).
  *   Producer reads head with load-acquire (D, pairs with C) before reuse.
+ *   Each side keeps the other's counter as last read and reads it again
+ *   only when the ring looks full; the worker stores sq_head and
+ *   payload_head once the SQ is empty or every few entries, not per entry.
+ *   Each store to a line the other side polls costs a cache miss, so the
+ *   fewer there are between a call and its answer, the faster the call.
  *
  * Doorbells (io_uring style)
  *   A side about to sleep sets its NEED_WAKEUP/WAITS flag, issues a full
@@ -86,7 +91,7 @@
 #include <stdint.h>
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	2u
+#define VGPU_PROTO_VERSION	3u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -157,7 +162,7 @@ struct vgpu_chunk_ctl {
 struct vgpu_shared {
 	/* written by the worker */
 	uint32_t sq_head;
-	uint32_t sq_flags;		/* VGPU_SQ_NEED_WAKEUP */
+	uint32_t reserved0;
 	uint32_t cq_tail;
 	uint32_t state;			/* VGPU_STATE_* */
 	uint32_t payload_head;		/* free-running byte counter */
@@ -165,13 +170,18 @@ struct vgpu_shared {
 	/* written by the client */
 	uint32_t sq_tail;
 	uint32_t cq_head;
-	uint32_t cq_flags;		/* VGPU_CQ_NEED_WAKEUP */
+	uint32_t reserved1;
 	uint32_t payload_tail;
 	uint32_t pad1[12];
 	/* written by whichever side fills/drains the chunk */
 	struct vgpu_chunk_ctl chunk[VGPU_MAX_STAGING_CHUNKS];
+	/* Sleep flags, written only when a side goes to sleep or wakes up:
+	 * each publish checks the other side's flag, and on a line of its own
+	 * that check hits the cache instead of missing on every call. */
 	uint32_t staging_wait;		/* VGPU_STAGING_* waiter bits */
-	uint32_t pad2[15];
+	uint32_t sq_flags;		/* worker: VGPU_SQ_NEED_WAKEUP */
+	uint32_t cq_flags;		/* client: VGPU_CQ_NEED_WAKEUP */
+	uint32_t pad2[13];
 	/* written by the client: host callbacks finished (futex words) */
 	uint32_t cb_ack[VGPU_CB_SLOTS];
 };

@@ -113,9 +113,12 @@ static void *consumer(void *arg)
 		int n;
 
 		if (!worker_sq_pop(&worker, &s)) {
+			worker_sq_release(&worker);
 			cpu_relax();
 			continue;
 		}
+		if (!(got % 16))
+			worker_sq_release(&worker);
 		n = worker_payload_take(&worker, &s, buf, sizeof(buf));
 		if (n < 0 || (uint32_t)n != s.payload_len)
 			bad++;
@@ -174,6 +177,8 @@ static void test_hostile(void)
 	CHECK(worker_payload_skip(&worker, &s) == 0, "consume first");
 	s.payload_off = 3000;
 	CHECK(worker_payload_skip(&worker, &s) == 0, "consume second");
+	CHECK(client_payload_alloc(&client, 3000, &off) == NULL, "not handed back yet");
+	worker_sq_release(&worker);
 	CHECK(client_payload_alloc(&client, 3000, &off) && off == 0, "third skips to 0");
 	s.payload_off = 6000;	/* a lie: the client skipped to 0 */
 	CHECK(worker_payload_skip(&worker, &s) == -EINVAL, "lie about the skip");
@@ -183,6 +188,26 @@ static void test_hostile(void)
 	/* A tail far ahead of the head is not believed. */
 	store_release(&worker.sh->sq_tail, worker.sq_local + 1000);
 	CHECK(!worker_sq_pop(&worker, &s), "lying tail");
+	teardown();
+}
+
+/* Popped slots go back to the client only when the worker says so. */
+static void test_release(void)
+{
+	struct vgpu_sqe *e, s;
+	uint32_t n = 0;
+
+	setup(8, 4096);
+	while ((e = client_sq_next(&client))) {
+		memset(e, 0, sizeof(*e));
+		client_sq_publish(&client);
+		n++;
+	}
+	CHECK(n == 8, "SQ holds sq_entries (%u)", n);
+	CHECK(worker_sq_pop(&worker, &s) && worker_sq_pop(&worker, &s), "pop two");
+	CHECK(!client_sq_next(&client), "still full before the release");
+	worker_sq_release(&worker);
+	CHECK(client_sq_next(&client) != NULL, "room after the release");
 	teardown();
 }
 
@@ -205,6 +230,7 @@ int main(void)
 	test_layout();
 	test_hostile();
 	test_cq();
+	test_release();
 	test_stress();
 	printf("test_ring: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
