@@ -37,6 +37,7 @@ enum { W_FREE, W_PENDING, W_KICK, W_DONE };
 
 struct waiter {
 	uint32_t state;
+	uint32_t sleeping;	/* its thread is in (or entering) a futex wait */
 	struct vgpu_cqe cqe;
 };
 
@@ -413,7 +414,11 @@ static void reap(void)
 		w = &cl.w[c.tag - 1];
 		w->cqe = c;
 		store_release(&w->state, W_DONE);
-		vgpu_futex_wake(&w->state);
+		/* A system call per answer costs more than the answer: wake only
+		 * a waiter that sleeps (pairs with the fence in wait_tag). */
+		smp_mb();
+		if (read_once(&w->sleeping))
+			vgpu_futex_wake(&w->state);
 	}
 }
 
@@ -484,8 +489,11 @@ static bool wait_tag(uint32_t tag)
 			hand_off();
 			continue;
 		}
+		write_once(&w->sleeping, 1);
+		smp_mb();	/* flag before the state check in the wait */
 		if (vgpu_futex_wait(&w->state, W_PENDING, SLEEP_MS) == -ETIMEDOUT)
 			check_alive();
+		write_once(&w->sleeping, 0);
 	}
 }
 
