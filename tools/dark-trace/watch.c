@@ -125,6 +125,20 @@ void watch_arm(uintptr_t ctx)
 	watch_protect(PROT_NONE);
 }
 
+/* The library p lies in (its file name) and p's offset from its base. */
+static const char *where(uintptr_t p, uintptr_t *off)
+{
+	Dl_info info;
+	const char *slash;
+
+	*off = p;
+	if (!dladdr((void *)p, &info) || !info.dli_fname)
+		return "?";
+	*off = p - (uintptr_t)info.dli_fbase;
+	slash = strrchr(info.dli_fname, '/');
+	return slash ? slash + 1 : info.dli_fname;
+}
+
 void watch_disarm(const char *why)
 {
 	if (!watching)
@@ -133,25 +147,11 @@ void watch_disarm(const char *why)
 	watch_protect(PROT_READ | PROT_WRITE);
 	fprintf(stderr, "[dark-trace] watch ends at %s: %d accesses\n", why, nwlog);
 	for (int i = 0; i < nwlog && i < WATCH_LOG; i++) {
-		Dl_info info;
-		const char *lib = "?";
-		uintptr_t base = 0;
+		uintptr_t code_off, data_off;
+		const char *code = where(wlog[i].rip, &code_off);
+		const char *data = where(wlog[i].addr, &data_off);
 
-		if (dladdr((void *)wlog[i].rip, &info) && info.dli_fname) {
-			lib = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-							  : info.dli_fname;
-			base = (uintptr_t)info.dli_fbase;
-		}
-		Dl_info at;
-		const char *sym = "";
-		long symoff = 0;
-
-		if (dladdr((void *)wlog[i].addr, &at) && at.dli_fname) {
-			sym = strrchr(at.dli_fname, '/') ? strrchr(at.dli_fname, '/') + 1
-							 : at.dli_fname;
-			symoff = (long)(wlog[i].addr - (uintptr_t)at.dli_fbase);
-		}
-		fprintf(stderr, "[dark-trace]   watch %s+%#lx reads %#lx (%s+%#lx) = %#lx\n", lib,
-			wlog[i].rip - base, wlog[i].addr, sym, symoff, wlog[i].val);
+		fprintf(stderr, "[dark-trace]   watch %s+%#lx reads %#lx (%s+%#lx) = %#lx\n", code,
+			code_off, wlog[i].addr, data, data_off, wlog[i].val);
 	}
 }
