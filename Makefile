@@ -125,3 +125,12 @@ $(B)/examples/vecadd: examples/vecadd.cu tests/e2e/kernels.cuh
 
 demo:
 	tools/demo
+
+# ---- checkpoint files (issue 4): the library and its unit test -----------
+CKPT_SRCS := common/ckpt_file.c common/ckpt_crc.c common/ckpt_io.c common/ckpt_zstd.c \
+	common/ckpt_write.c common/ckpt_read.c
+UNIT_BINS += $(UNIT)/test_ckpt
+unit-bins: $(UNIT)/test_ckpt
+$(UNIT)/test_ckpt: $(call obj,tests/unit/test_ckpt.c $(CKPT_SRCS))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl

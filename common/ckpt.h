@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writing and reading checkpoint files (format: include/vgpu/ckpt.h).
+ *
+ * Writer
+ *   vgpu_ckpt_writer_open   creates PATH.tmp.<pid> (O_EXCL, O_CLOEXEC, 0600)
+ *   vgpu_ckpt_begin         starts a section (type, id, aux)
+ *     vgpu_ckpt_write       appends bytes (copied; the caller's buffer is
+ *                           free again on return), or, without a copy:
+ *     vgpu_ckpt_buf_get     lends out staging memory to fill (a DMA target:
+ *     vgpu_ckpt_buf_put     vgpu_ckpt_writer_buffers gives the whole pool to
+ *                           register once), then queues its first len bytes
+ *   vgpu_ckpt_end           closes the section
+ *   vgpu_ckpt_ref_parent    (incremental) a section whose bytes the parent has
+ *   vgpu_ckpt_finish        table, header, fsync, rename to PATH, fsync dir
+ *   vgpu_ckpt_writer_close  frees; without a successful finish, unlinks the
+ *                           temporary file (this is "abort")
+ *   Writes go out as staging buffers fill, several in flight (io_uring; pwrite
+ *   where io_uring cannot be set up). The first error sticks: every later call
+ *   returns it, vgpu_ckpt_writer_error says what happened, and close removes
+ *   the temporary file; PATH is only ever replaced by a complete, synced file.
+ *
+ * Reader
+ *   vgpu_ckpt_reader_open   validates the header, the table and every
+ *                           section's bounds; with VGPU_CKPT_VERIFY every
+ *                           section's checksum and the zero padding too; and
+ *                           that the file suits this GPU and driver
+ *   vgpu_ckpt_section_at / vgpu_ckpt_find     the table
+ *   vgpu_ckpt_attach_parent (incremental) the parent, checked against the
+ *                           header; SF_PARENT sections then read from it
+ *   vgpu_ckpt_read_begin / vgpu_ckpt_read     a section's raw bytes in pieces
+ *                           (decompressed); the checksum is checked when its
+ *                           last stored byte is read, so the call that would
+ *                           return the end of a damaged section fails instead,
+ *                           and 0 (end) means every byte was good.
+ *   One section is read at a time per reader; open the file again for more.
+ *
+ * Errors are -errno, with a message naming the file and what is wrong:
+ *   -EBADMSG          damaged or inconsistent: truncated, checksum mismatch,
+ *                     an offset or length out of bounds, bad compressed data
+ *   -ENOEXEC          not a checkpoint (magic)
+ *   -EPROTONOSUPPORT  another format version, unknown flags, compression or
+ *                     section type
+ *   -EXDEV            made on another GPU or a newer driver (the message
+ *                     names both), or another parent
+ *   -ENOPKG           compression needs libzstd.so.1, which cannot be loaded
+ *   others            from the system: -ENOSPC, -EIO, -EFBIG, -EEXIST, ...
+ */
+#ifndef VGPU_CKPT_API_H
+#define VGPU_CKPT_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vgpu/ckpt.h"
+
+#define VGPU_CKPT_MSG 512	/* error messages fit this */
+
+/* ---- writer ---------------------------------------------------------- */
+
+#define VGPU_CKPT_W_NO_URING	(1u << 0)	/* pwrite only */
+
+struct vgpu_ckpt_writer_opts {
+	const struct vgpu_ckpt_gpu *gpu;	/* required */
+	uint32_t driver_version;
+	uint64_t session_id;
+	int compress;		/* zstd level for every section (1..19); 0: none */
+	const struct vgpu_ckpt_reader *parent;	/* incremental: the previous one */
+	unsigned nbufs;		/* staging buffers; 0: 8 */
+	size_t buf_size;	/* bytes each, multiple of 4 KiB; 0: 4 MiB */
+	unsigned flags;		/* VGPU_CKPT_W_* */
+};
+
+struct vgpu_ckpt_writer;
+
+/* On failure *out is NULL and err (VGPU_CKPT_MSG bytes) says why. */
+int vgpu_ckpt_writer_open(struct vgpu_ckpt_writer **out, const char *path,
+			  const struct vgpu_ckpt_writer_opts *o, char *err);
+#define VGPU_CKPT_B_RAW	(1u << 0)	/* begin: store this section uncompressed */
+int vgpu_ckpt_begin(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id,
+		    uint64_t aux, unsigned flags);
+int vgpu_ckpt_write(struct vgpu_ckpt_writer *w, const void *buf, size_t len);
+int vgpu_ckpt_buf_get(struct vgpu_ckpt_writer *w, void **buf, size_t *cap);
+int vgpu_ckpt_buf_put(struct vgpu_ckpt_writer *w, size_t len);
+int vgpu_ckpt_end(struct vgpu_ckpt_writer *w);
+int vgpu_ckpt_ref_parent(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id);
+int vgpu_ckpt_finish(struct vgpu_ckpt_writer *w);
+void vgpu_ckpt_writer_close(struct vgpu_ckpt_writer *w);
+const char *vgpu_ckpt_writer_error(const struct vgpu_ckpt_writer *w);
+/* The staging pool (to register with the GPU once), and whether io_uring writes it. */
+void vgpu_ckpt_writer_buffers(const struct vgpu_ckpt_writer *w, void **base, size_t *size);
+int vgpu_ckpt_writer_uring(const struct vgpu_ckpt_writer *w);
+
+/* ---- reader ---------------------------------------------------------- */
+
+/* What the file must match; NULL fields are not checked. */
+#define VGPU_CKPT_SAME_GPU	(1u << 0)	/* this very GPU (UUID), not just the model */
+#define VGPU_CKPT_SAME_DRIVER	(1u << 1)	/* exactly this driver, not just >= */
+struct vgpu_ckpt_expect {
+	const struct vgpu_ckpt_gpu *gpu;	/* same name and compute capability */
+	uint32_t driver_version;	/* 0: any; else the file's must be <= */
+	unsigned match;			/* VGPU_CKPT_SAME_* */
+};
+
+#define VGPU_CKPT_VERIFY	(1u << 0)	/* open: check every section's CRC now */
+
+struct vgpu_ckpt_reader;
+
+int vgpu_ckpt_reader_open(struct vgpu_ckpt_reader **out, const char *path,
+			  const struct vgpu_ckpt_expect *ex, unsigned flags, char *err);
+void vgpu_ckpt_reader_close(struct vgpu_ckpt_reader *r);
+const char *vgpu_ckpt_reader_error(const struct vgpu_ckpt_reader *r);
+const struct vgpu_ckpt_header *vgpu_ckpt_header(const struct vgpu_ckpt_reader *r);
+unsigned vgpu_ckpt_count(const struct vgpu_ckpt_reader *r);
+const struct vgpu_ckpt_section *vgpu_ckpt_section_at(const struct vgpu_ckpt_reader *r, unsigned i);
+/* Index of the section (type, id), or -ENOENT. */
+int vgpu_ckpt_find(const struct vgpu_ckpt_reader *r, uint32_t type, uint64_t id);
+int vgpu_ckpt_verify(struct vgpu_ckpt_reader *r);
+/* The reader keeps parent (not owned) for SF_PARENT sections. */
+int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader *parent);
+int vgpu_ckpt_read_begin(struct vgpu_ckpt_reader *r, unsigned i);
+/* Up to len raw bytes of the current section; 0 at its (verified) end. */
+ssize_t vgpu_ckpt_read(struct vgpu_ckpt_reader *r, void *buf, size_t len);
+
+/* ---- both ------------------------------------------------------------ */
+
+/* "allocation data", ..., or "type 0x42". buf: 24 bytes, used for unknown types. */
+const char *vgpu_ckpt_section_name(uint32_t type, char *buf);
+/* "'NAME' (GPU-xxxxxxxx-xxxx-..., sm_90, 80 GiB)" into buf (256 bytes). */
+const char *vgpu_ckpt_gpu_describe(const struct vgpu_ckpt_gpu *g, char *buf);
+/* CRC32C of the header's first 508 bytes: what header_crc must hold. */
+uint32_t vgpu_ckpt_header_crc(const struct vgpu_ckpt_header *h);
+
+#endif
