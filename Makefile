@@ -21,7 +21,7 @@ CPPFLAGS_ALL := -D_GNU_SOURCE -I include -I common -I $(CUDA_HOME)/include
 CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
 LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 
-COMMON_SRCS := common/log.c common/ring.c common/fdpass.c
+COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
 RUNTIME_SRCS := $(wildcard runtime/*.c)
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 
@@ -77,7 +77,7 @@ UNIT_BINS := $(UNIT)/test_ring $(UNIT)/test_dark_api $(UNIT)/test_backend_host \
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
 
-$(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/log.c)
+$(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/kmod.c common/log.c)
 $(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
 	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/dark_api.c runtime/dark_cls.c runtime/dark_integrity.c runtime/dark_tools.c) \
 	$(call obj,common/log.c)

@@ -66,6 +66,19 @@ static bool inside(uint64_t off, uint64_t len, uint64_t size)
 	return off <= size && len <= size - off;
 }
 
+/* Where the ring's index words live: the memfd header or the module's rings. */
+static void point_indices(struct vgpu_ring *r, uint32_t *sq_head, uint32_t *sq_tail,
+			  uint32_t *sq_flags, uint32_t *cq_head, uint32_t *cq_tail,
+			  uint32_t *cq_flags)
+{
+	r->sq_head = sq_head;
+	r->sq_tail = sq_tail;
+	r->sq_flags = sq_flags;
+	r->cq_head = cq_head;
+	r->cq_tail = cq_tail;
+	r->cq_flags = cq_flags;
+}
+
 int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
 		     const struct vgpu_welcome *w)
 {
@@ -84,6 +97,8 @@ int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
 		return -EPROTO;
 	memset(r, 0, sizeof(*r));
 	r->sh = base;
+	point_indices(r, &r->sh->sq_head, &r->sh->sq_tail, &r->sh->sq_flags, &r->sh->cq_head,
+		      &r->sh->cq_tail, &r->sh->cq_flags);
 	r->sq = (struct vgpu_sqe *)(b + w->sq_off);
 	r->cq = (struct vgpu_cqe *)(b + w->cq_off);
 	r->devinfo = (struct vgpu_device_info *)(b + w->devinfo_off);
@@ -100,6 +115,30 @@ int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
 	r->region_size = size;
 	r->bell = -1;
 	return 0;
+}
+
+int vgpu_ring_attach_kmod(struct vgpu_ring *r, void *hdr, const struct vgpu_kmod *k,
+			  const struct vgpu_welcome *w)
+{
+	int ret;
+
+	if (w->region_size > k->arena_size || w->sq_entries != k->sq_entries ||
+	    w->cq_entries != k->cq_entries)
+		return -EPROTO;
+	ret = vgpu_ring_attach(r, k->arena, w->region_size, w);
+	if (ret)
+		return ret;
+	r->sh = hdr;
+	r->sq = k->sqes;
+	r->cq = k->cqes;
+	point_indices(r, k->sq_head, k->sq_tail, k->sq_flags, k->cq_head, k->cq_tail, k->cq_flags);
+	r->kmod = k;
+	return 0;
+}
+
+bool vgpu_ring_dead(const struct vgpu_ring *r)
+{
+	return r->kmod && vgpu_kmod_dead(r->kmod);
 }
 
 void vgpu_bell_ring(int fd)
@@ -138,7 +177,7 @@ int vgpu_bell_wait(int bell, int sock, int timeout_ms)
 struct vgpu_sqe *client_sq_next(struct vgpu_ring *r)
 {
 	if (r->sq_local - r->peer_seen >= r->sq_entries) {
-		r->peer_seen = load_acquire(&r->sh->sq_head);	/* D, matches C */
+		r->peer_seen = load_acquire(r->sq_head);	/* D, matches C */
 		if (r->sq_local - r->peer_seen >= r->sq_entries)
 			return NULL;
 	}
@@ -147,9 +186,13 @@ struct vgpu_sqe *client_sq_next(struct vgpu_ring *r)
 
 void client_sq_publish(struct vgpu_ring *r)
 {
-	store_release(&r->sh->sq_tail, ++r->sq_local);	/* A, matches B */
+	store_release(r->sq_tail, ++r->sq_local);	/* A, matches B */
 	smp_mb();	/* tail before flag: pairs with the worker's sleep check */
-	if (read_once(&r->sh->sq_flags) & VGPU_SQ_NEED_WAKEUP)
+	if (!(read_once(r->sq_flags) & VGPU_SQ_NEED_WAKEUP))
+		return;
+	if (r->kmod)
+		vgpu_kmod_doorbell(r->kmod);
+	else
 		vgpu_bell_ring(r->bell);
 }
 
@@ -178,17 +221,28 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
 
 bool client_cq_empty(struct vgpu_ring *r)
 {
-	return load_acquire(&r->sh->cq_tail) == r->cq_local;
+	return load_acquire(r->cq_tail) == r->cq_local;
+}
+
+int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms)
+{
+	int ret;
+
+	if (!r->kmod)
+		return vgpu_futex_wait(r->cq_tail, tail, timeout_ms);
+	/* The module re-checks cq tail != head itself: nothing is lost. */
+	ret = vgpu_kmod_wait(r->kmod, timeout_ms);
+	return ret == -ETIMEDOUT || ret == -ESHUTDOWN ? ret : 0;
 }
 
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
 {
-	uint32_t tail = load_acquire(&r->sh->cq_tail);	/* B, matches A */
+	uint32_t tail = load_acquire(r->cq_tail);	/* B, matches A */
 
 	if (tail == r->cq_local)
 		return false;
 	*out = r->cq[r->cq_local & (r->cq_entries - 1)];
-	store_release(&r->sh->cq_head, ++r->cq_local);	/* C, matches D */
+	store_release(r->cq_head, ++r->cq_local);	/* C, matches D */
 	return true;
 }
 
@@ -196,12 +250,21 @@ bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
 
 bool worker_sq_empty(struct vgpu_ring *r)
 {
-	return load_acquire(&r->sh->sq_tail) == r->sq_local;
+	return load_acquire(r->sq_tail) == r->sq_local;
+}
+
+int worker_sq_sleep(struct vgpu_ring *r, int sock, int timeout_ms)
+{
+	/* The module's wait needs sq head == tail to sleep: the caller
+	 * released (worker_sq_release) everything it consumed. */
+	if (r->kmod)
+		return vgpu_kmod_poll(r->kmod, sock, timeout_ms);
+	return vgpu_bell_wait(r->bell, sock, timeout_ms);
 }
 
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)
 {
-	uint32_t tail = load_acquire(&r->sh->sq_tail);	/* B, matches A */
+	uint32_t tail = load_acquire(r->sq_tail);	/* B, matches A */
 
 	/* A tail more than a ring ahead is a lie; treat it as empty. */
 	if (tail == r->sq_local || tail - r->sq_local > r->sq_entries)
@@ -219,7 +282,7 @@ void worker_sq_release(struct vgpu_ring *r)
 	}
 	if (r->sq_published != r->sq_local) {
 		r->sq_published = r->sq_local;
-		store_release(&r->sh->sq_head, r->sq_local);	/* C, matches D */
+		store_release(r->sq_head, r->sq_local);	/* C, matches D */
 	}
 }
 
@@ -274,18 +337,22 @@ int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe)
 bool worker_cq_push(struct vgpu_ring *r, const struct vgpu_cqe *cqe)
 {
 	if (r->cq_local - r->peer_seen >= r->cq_entries) {
-		r->peer_seen = load_acquire(&r->sh->cq_head);	/* D, matches C */
+		r->peer_seen = load_acquire(r->cq_head);	/* D, matches C */
 		if (r->cq_local - r->peer_seen >= r->cq_entries)
 			return false;
 	}
 	r->cq[r->cq_local & (r->cq_entries - 1)] = *cqe;
-	store_release(&r->sh->cq_tail, ++r->cq_local);	/* A, matches B */
+	store_release(r->cq_tail, ++r->cq_local);	/* A, matches B */
 	return true;
 }
 
 void worker_cq_notify(struct vgpu_ring *r)
 {
 	smp_mb();	/* tail before flag: pairs with the client's sleep check */
-	if (read_once(&r->sh->cq_flags) & VGPU_CQ_NEED_WAKEUP)
-		vgpu_futex_wake(&r->sh->cq_tail);
+	if (!(read_once(r->cq_flags) & VGPU_CQ_NEED_WAKEUP))
+		return;
+	if (r->kmod)
+		vgpu_kmod_doorbell(r->kmod);
+	else
+		vgpu_futex_wake(r->cq_tail);
 }

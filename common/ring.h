@@ -12,10 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kmod.h"
 #include "vgpu/proto.h"
 
 struct vgpu_ring {
 	struct vgpu_shared *sh;
+	/* The ring index words: in *sh on the memfd carrier, in the module's
+	 * rings header on /dev/vgpu. Set at attach time. */
+	uint32_t *sq_head, *sq_tail, *sq_flags;
+	uint32_t *cq_head, *cq_tail, *cq_flags;
 	struct vgpu_sqe *sq;
 	struct vgpu_cqe *cq;
 	uint8_t *payload;
@@ -29,6 +34,7 @@ struct vgpu_ring {
 	uint32_t device_count;
 	size_t region_size;
 	int bell;		/* the worker's doorbell (eventfd) */
+	const struct vgpu_kmod *kmod;	/* /dev/vgpu carrier, else NULL */
 	/* private to the side that owns the ring end */
 	uint32_t sq_local;	/* client: next tail; worker: next head */
 	uint32_t cq_local;	/* worker: next tail; client: next head */
@@ -50,6 +56,15 @@ int vgpu_layout(struct vgpu_welcome *w, uint32_t sq_entries, uint32_t cq_entries
 int vgpu_ring_attach(struct vgpu_ring *r, void *base, size_t size,
 		     const struct vgpu_welcome *w);
 
+/* The same over /dev/vgpu: *r keeps @k (SQ/CQ entries and index words in
+ * the module's rings), @hdr (a page: struct vgpu_shared, for the words
+ * other than the ring indices) and the module's arena as the region, of
+ * which the layout uses w->region_size bytes. */
+int vgpu_ring_attach_kmod(struct vgpu_ring *r, void *hdr, const struct vgpu_kmod *k,
+			  const struct vgpu_welcome *w);
+/* The carrier says the session is over (kmod status page; no system call). */
+bool vgpu_ring_dead(const struct vgpu_ring *r);
+
 /* The worker's doorbell: an eventfd write, and a wait on it or a hang-up. */
 void vgpu_bell_ring(int fd);
 /* Returns 1 woken, 0 timed out, -EPIPE if @sock hung up. */
@@ -63,6 +78,9 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off);
 /* client: CQ consumer */
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out);
 bool client_cq_empty(struct vgpu_ring *r);
+/* Sleeps while cq_tail reads @tail (the caller set cq_flags and re-checked):
+ * 0 woken or changed, -ETIMEDOUT, -ESHUTDOWN (the carrier says dead). */
+int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms);
 
 /* worker: SQ consumer. Copies the entry out before anyone looks at it.
  * What it pops and takes goes back to the client only at
@@ -71,6 +89,9 @@ bool client_cq_empty(struct vgpu_ring *r);
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out);
 void worker_sq_release(struct vgpu_ring *r);
 bool worker_sq_empty(struct vgpu_ring *r);
+/* Sleeps until the client rings (the caller set sq_flags and re-checked)
+ * or @sock hangs up: 1 woken, 0 timed out, -EPIPE gone. */
+int worker_sq_sleep(struct vgpu_ring *r, int sock, int timeout_ms);
 /* Copies and releases the payload of @sqe into @dst (len <= @cap).
  * Returns the length, or -EINVAL when the entry lies about it. */
 int worker_payload_take(struct vgpu_ring *r, const struct vgpu_sqe *sqe,

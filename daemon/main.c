@@ -28,6 +28,9 @@ static void usage(FILE *f)
 "  -f, --foreground              stay in the foreground (systemd, tests)\n"
 "  -h, --help                    this text\n"
 "\n"
+"With /dev/vgpu (vgpu.ko) present and CAP_SYS_ADMIN, vgpud registers as its\n"
+"server and serves clients over it too; otherwise over memfd only.\n"
+"\n"
 "Environment: VGPU_LOG=debug|info|warn|error, VGPU_HOST_DEVICE_MEM (host backend\n"
 "device memory, bytes).\n", VGPU_DEFAULT_SOCKET);
 }

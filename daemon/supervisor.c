@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,11 @@
 #include <unistd.h>
 
 #include "fdpass.h"
+#include "kmod.h"
 #include "log.h"
 
 #define MAX_WORKERS 1024
+#define MAX_KMOD_SESSIONS 4096	/* /dev/vgpu sessions opened and not closed */
 
 /* Supervisor -> worker over the worker's control socket. */
 struct handoff {
@@ -33,11 +36,21 @@ struct wslot {
 	int ctl;		/* our end of the control socketpair */
 	enum wstate state;
 	uint64_t session_id;
-	uint8_t msg;		/* readiness byte lands here */
+	uint32_t client_pid;	/* SO_PEERCRED of its client */
+	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
+	bool closed;		/* killed because its client closed the session */
+	struct worker_msg msg;	/* what the worker says lands here */
+};
+
+/* A /dev/vgpu session as the module announced it (OPENED event). */
+struct ksession {
+	uint64_t id;		/* 0: free slot */
+	uint32_t pid, uid;
+	bool attached;
 };
 
 /* What an io_uring completion is about. */
-enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER };
+enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 static struct {
@@ -51,6 +64,8 @@ static struct {
 	uint64_t next_session;
 	unsigned int sessions;
 	bool stopping;
+	int kfd;		/* /dev/vgpu server fd, -1 if none */
+	struct ksession ks[MAX_KMOD_SESSIONS];
 } sv;
 
 static int listen_on(const char *path, unsigned int mode)
@@ -113,8 +128,7 @@ static void worker_child(int ctl)
 	ret = vgpu_recv_fds(ctl, &h, sizeof(h), &fd, &nfds);
 	if (ret != sizeof(h) || nfds != 1)
 		_exit(0);	/* the daemon is stopping */
-	close(ctl);
-	ret = worker_serve(&w, fd, h.session_id);
+	ret = worker_serve(&w, fd, ctl, h.session_id);
 	_exit(ret ? 1 : 0);
 }
 
@@ -122,7 +136,7 @@ static void arm_worker(int i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
 
-	io_uring_prep_read(sqe, sv.w[i].ctl, &sv.w[i].msg, 1, 0);
+	io_uring_prep_read(sqe, sv.w[i].ctl, &sv.w[i].msg, sizeof(sv.w[i].msg), 0);
 	io_uring_sqe_set_data64(sqe, UD(EV_WORKER, i));
 }
 
@@ -147,6 +161,8 @@ static int spawn_worker(void)
 		close(sp[0]);
 		close(sv.listen_fd);
 		close(sv.sig_fd);
+		if (sv.kfd >= 0)
+			close(sv.kfd);	/* the server is the supervisor alone */
 		io_uring_queue_exit(&sv.ring);
 		sigprocmask(SIG_SETMASK, &(sigset_t){ 0 }, NULL);
 		worker_child(sp[1]);
@@ -207,6 +223,7 @@ static void give_to_idle(int fd)
 			continue;
 		sv.w[i].state = W_BUSY;
 		sv.w[i].session_id = h.session_id;
+		sv.w[i].client_pid = cr.pid;
 		sv.sessions++;
 		vlog_info("session %llu: pid %d uid %d -> worker %d",
 			  (unsigned long long)h.session_id, cr.pid, cr.uid, sv.w[i].pid);
@@ -231,17 +248,135 @@ static void drain_pending(void)
 	}
 }
 
+/* ---- /dev/vgpu sessions ------------------------------------------------ */
+
+static struct ksession *ks_find(uint64_t id)
+{
+	for (int i = 0; i < MAX_KMOD_SESSIONS; i++)
+		if (sv.ks[i].id == id)
+			return &sv.ks[i];
+	return NULL;
+}
+
+static void ks_opened(const struct vgpu_kmod_event *ev)
+{
+	struct ksession *k = ks_find(0);
+
+	if (!k) {
+		vlog_warn("/dev/vgpu session %llu: too many open sessions; killing it",
+			  (unsigned long long)ev->session_id);
+		vgpu_kmod_kill(sv.kfd, ev->session_id);
+		return;
+	}
+	*k = (struct ksession){ .id = ev->session_id, .pid = ev->pid, .uid = ev->uid };
+}
+
+/* The client closed its /dev/vgpu session: its worker has nothing to do. */
+static void ks_closed(uint64_t id)
+{
+	struct ksession *k = ks_find(id);
+
+	if (k)
+		memset(k, 0, sizeof(*k));
+	for (int i = 0; i < MAX_WORKERS; i++) {
+		if (!sv.w[i].pid || sv.w[i].kmod_session != id)
+			continue;
+		vlog_info("session %llu: /dev/vgpu session %llu closed: ending worker %d",
+			  (unsigned long long)sv.w[i].session_id, (unsigned long long)id,
+			  sv.w[i].pid);
+		kill(sv.w[i].pid, SIGKILL);
+		sv.w[i].kmod_session = 0;
+		sv.w[i].closed = true;
+	}
+}
+
+static void drain_kmod_events(void)
+{
+	struct vgpu_kmod_event ev;
+	int ret;
+
+	while ((ret = vgpu_kmod_read_event(sv.kfd, &ev)) == 1) {
+		if (!ev.session_id)
+			continue;
+		if (ev.type == VGPU_KMOD_OPENED)
+			ks_opened(&ev);
+		else if (ev.type == VGPU_KMOD_CLOSED)
+			ks_closed(ev.session_id);
+		/* DOORBELL: the worker sleeps on its own fd; nothing to do. */
+	}
+	if (ret < 0)
+		vlog_warn("/dev/vgpu events: %s", strerror(-ret));
+}
+
+static void arm_kmod(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
+
+	io_uring_prep_poll_add(sqe, sv.kfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, UD(EV_KMOD, 0));
+}
+
+/* Checks that @id is the session of worker i's client; attaches it. */
+static int kmod_attach(int i, uint64_t id)
+{
+	struct wslot *ws = &sv.w[i];
+	struct ksession *k;
+	int fd;
+
+	if (sv.kfd < 0)
+		return -ENODEV;
+	if (ws->kmod_session)
+		return -EBUSY;
+	k = ks_find(id);
+	if (!k) {
+		drain_kmod_events();	/* its OPENED may not be read yet */
+		k = ks_find(id);
+	}
+	if (!id || !k)
+		return -ENOENT;
+	if (!k->pid || k->pid != ws->client_pid) {
+		vlog_warn("session %llu: pid %u names /dev/vgpu session %llu of pid %u: refused",
+			  (unsigned long long)ws->session_id, ws->client_pid,
+			  (unsigned long long)id, k->pid);
+		return -EPERM;
+	}
+	if (k->attached)
+		return -EBUSY;
+	fd = vgpu_kmod_attach(sv.kfd, id);
+	if (fd < 0)
+		return fd;
+	k->attached = true;
+	ws->kmod_session = id;
+	return fd;
+}
+
+static void on_attach_request(int i)
+{
+	struct wslot *ws = &sv.w[i];
+	int fd = kmod_attach(i, ws->msg.kmod_session);
+	struct attach_reply rep = { .status = fd < 0 ? fd : 0 };
+
+	vgpu_send_fds(ws->ctl, &rep, sizeof(rep), &fd, fd < 0 ? 0 : 1);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void on_worker_msg(int i, int res)
 {
 	struct wslot *ws = &sv.w[i];
 
-	if (res == 1 && ws->msg == 1 && ws->state == W_STARTING) {
+	if (res == 1 && ws->msg.type == WMSG_READY && ws->state == W_STARTING) {
 		ws->state = W_IDLE;
 		arm_worker(i);	/* hang-up on this socket is how it ends */
 		drain_pending();
 		return;
 	}
-	if (res == 1 && ws->msg == 0)
+	if (res == sizeof(ws->msg) && ws->msg.type == WMSG_ATTACH && ws->state == W_BUSY) {
+		on_attach_request(i);
+		arm_worker(i);
+		return;
+	}
+	if (res == 1 && ws->msg.type == WMSG_FAILED)
 		vlog_err("worker %d could not start its backend", ws->pid);
 	/* EOF: the worker is gone; SIGCHLD reaps it. */
 	close(ws->ctl);
@@ -261,7 +396,10 @@ static void reap_children(void)
 				continue;
 			if (ws->state == W_BUSY)
 				sv.sessions--;
-			if (WIFSIGNALED(status))
+			if (WIFSIGNALED(status) && ws->closed)
+				vlog_info("session %llu ended with its /dev/vgpu session",
+					  (unsigned long long)ws->session_id);
+			else if (WIFSIGNALED(status))
 				vlog_warn("worker %d (session %llu) killed by signal %d",
 					  pid, (unsigned long long)ws->session_id,
 					  WTERMSIG(status));
@@ -331,6 +469,10 @@ static void handle(struct io_uring_cqe *cqe)
 		if (sv.w[idx].ctl >= 0)
 			on_worker_msg(idx, cqe->res);
 		break;
+	case EV_KMOD:
+		drain_kmod_events();
+		arm_kmod();
+		break;
 	}
 }
 
@@ -342,6 +484,25 @@ static void stop_workers(void)
 	for (int i = 0; i < MAX_WORKERS; i++)
 		if (sv.w[i].pid)
 			waitpid(sv.w[i].pid, NULL, 0);
+}
+
+/* Serve /dev/vgpu clients too when the module is there and we may. */
+static void kmod_register(void)
+{
+	sv.kfd = vgpu_kmod_server();
+	if (sv.kfd >= 0)
+		vlog_info("registered as the /dev/vgpu server: serving both carriers");
+	else if (sv.kfd == -ENOENT)
+		vlog_info("no %s: memfd carrier only", VGPU_KMOD_DEVICE);
+	else if (sv.kfd == -EPERM || sv.kfd == -EACCES)
+		vlog_warn("%s is present but registering as its server needs CAP_SYS_ADMIN: "
+			  "memfd carrier only", VGPU_KMOD_DEVICE);
+	else if (sv.kfd == -EBUSY)
+		vlog_warn("%s already has a server (another vgpud?): memfd carrier only",
+			  VGPU_KMOD_DEVICE);
+	else
+		vlog_warn("cannot register as the %s server: %s; memfd carrier only",
+			  VGPU_KMOD_DEVICE, strerror(-sv.kfd));
 }
 
 int supervisor_run(const struct supervisor_config *cfg)
@@ -372,8 +533,11 @@ int supervisor_run(const struct supervisor_config *cfg)
 		vlog_err("io_uring: %s", strerror(-ret));
 		return 1;
 	}
+	kmod_register();
 	arm_accept();
 	arm_signal();
+	if (sv.kfd >= 0)
+		arm_kmod();
 	fill_pool();
 	vlog_info("listening on %s (%s backend, %u workers ready)", cfg->socket_path,
 		  cfg->backend, cfg->pool_size);
@@ -393,6 +557,8 @@ int supervisor_run(const struct supervisor_config *cfg)
 	}
 	unlink(cfg->socket_path);
 	stop_workers();
+	if (sv.kfd >= 0)
+		close(sv.kfd);
 	io_uring_queue_exit(&sv.ring);
 	return 0;
 }

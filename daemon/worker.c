@@ -138,7 +138,8 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 
 	memset(w, 0, sizeof(*w));
 	w->cfg = *cfg;
-	w->sock = w->region_fd = w->bell_fd = w->print_pipe = -1;
+	w->sock = w->ctl = w->region_fd = w->bell_fd = w->print_pipe = -1;
+	w->kmod.fd = -1;
 	ret = capture_stdout(w);
 	if (ret)
 		return ret;
@@ -200,7 +201,13 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 	if (h->version != VGPU_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
 	*why = "unknown flags or reserved fields set in hello";
-	if (h->flags || h->reserved)
+	if (h->flags || h->reserved[0] || h->reserved[1])
+		return -EINVAL;
+	*why = "unknown carrier in hello";
+	if (h->carrier != VGPU_CARRIER_MEMFD && h->carrier != VGPU_CARRIER_KMOD)
+		return -EINVAL;
+	*why = "a memfd hello names a /dev/vgpu session";
+	if (h->carrier == VGPU_CARRIER_MEMFD && h->kmod_session)
 		return -EINVAL;
 	*why = "ring sizes must be powers of two within the daemon's limits";
 	if ((h->sq_entries && (h->sq_entries & (h->sq_entries - 1))) ||
@@ -209,7 +216,18 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 	return 0;
 }
 
-static int build_region(struct worker *w, const struct vgpu_hello *h, struct vgpu_welcome *wl)
+static void *memfd_region(struct worker *w, size_t size)
+{
+	void *p;
+
+	w->region_fd = memfd_create("vgpu-session", MFD_CLOEXEC);
+	if (w->region_fd < 0 || ftruncate(w->region_fd, size) < 0)
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->region_fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int memfd_carrier(struct worker *w, const struct vgpu_hello *h, struct vgpu_welcome *wl)
 {
 	uint32_t sq = h->sq_entries ? h->sq_entries : w->cfg.sq_entries;
 	int ret;
@@ -218,16 +236,93 @@ static int build_region(struct worker *w, const struct vgpu_hello *h, struct vgp
 			  w->cfg.staging_chunks, w->device_count);
 	if (ret)
 		return ret;
-	w->region_fd = memfd_create("vgpu-session", MFD_CLOEXEC);
-	if (w->region_fd < 0 || ftruncate(w->region_fd, wl->region_size) < 0)
+	w->region = memfd_region(w, wl->region_size);
+	if (!w->region)
 		return -errno;
-	w->region = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 w->region_fd, 0);
-	if (w->region == MAP_FAILED)
-		return -errno;
-	ret = vgpu_ring_attach(&w->ring, w->region, wl->region_size, wl);
+	return vgpu_ring_attach(&w->ring, w->region, wl->region_size, wl);
+}
+
+/* The supervisor checks that the session is our client's and attaches it. */
+static int attach_session(struct worker *w, uint64_t id, const char **why)
+{
+	struct worker_msg m = { .type = WMSG_ATTACH, .kmod_session = id };
+	struct attach_reply rep;
+	int fd = -1, nfds = 1, n;
+
+	*why = "the daemon's supervisor did not answer";
+	if (write(w->ctl, &m, sizeof(m)) != sizeof(m))
+		return -EPIPE;
+	n = vgpu_recv_fds(w->ctl, &rep, sizeof(rep), &fd, &nfds);
+	if (n != sizeof(rep) || (!rep.status && nfds != 1)) {
+		if (nfds == 1)
+			close(fd);
+		return -EPIPE;
+	}
+	switch (rep.status) {
+	case 0:
+		return fd;
+	case -ENODEV:
+		*why = "this vgpud is not the /dev/vgpu server (use VGPU_TRANSPORT=memfd)";
+		break;
+	case -EPERM:
+		*why = "the /dev/vgpu session was not opened by this process";
+		break;
+	case -ENOENT:
+		*why = "no such /dev/vgpu session";
+		break;
+	case -EBUSY:
+		*why = "the /dev/vgpu session is already served";
+		break;
+	default:
+		*why = "the /dev/vgpu session could not be attached";
+	}
+	return rep.status;
+}
+
+static int kmod_carrier(struct worker *w, const struct vgpu_hello *h, struct vgpu_welcome *wl,
+			const char **why)
+{
+	int fd, ret;
+
+	fd = attach_session(w, h->kmod_session, why);
+	if (fd < 0)
+		return fd;
+	*why = "the /dev/vgpu session cannot be mapped";
+	ret = vgpu_kmod_worker(&w->kmod, fd, sizeof(struct vgpu_sqe), sizeof(struct vgpu_cqe));
 	if (ret)
 		return ret;
+	/* The geometry comes from the module, not from the hello; the CQ has
+	 * room for every tag twice over, as on memfd. */
+	*why = "the /dev/vgpu session's rings do not suit this daemon";
+	if (w->kmod.cq_entries < 2 * w->kmod.sq_entries)
+		return -EINVAL;
+	ret = vgpu_layout(wl, w->kmod.sq_entries, w->kmod.cq_entries, w->cfg.payload_size,
+			  w->cfg.staging_chunk, w->cfg.staging_chunks, w->device_count);
+	if (ret)
+		return ret;
+	*why = "the /dev/vgpu arena is too small for this daemon's layout";
+	if (wl->region_size > w->kmod.arena_size)
+		return -ENOSPC;
+	*why = "the worker could not set up the session";
+	w->region = memfd_region(w, sizeof(struct vgpu_shared));
+	if (!w->region)
+		return -errno;
+	return vgpu_ring_attach_kmod(&w->ring, w->region, &w->kmod, wl);
+}
+
+static int build_region(struct worker *w, const struct vgpu_hello *h, struct vgpu_welcome *wl,
+			const char **why)
+{
+	int ret;
+
+	*why = "the worker could not set up the session";
+	if (h->carrier == VGPU_CARRIER_KMOD)
+		ret = kmod_carrier(w, h, wl, why);
+	else
+		ret = memfd_carrier(w, h, wl);
+	if (ret)
+		return ret;
+	*why = "the worker could not set up the session";
 	w->bell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->bell_fd < 0)
 		return -errno;
@@ -275,20 +370,24 @@ static int build_memory(struct worker *w, struct vgpu_welcome *wl)
 static int welcome(struct worker *w, const struct vgpu_hello *h)
 {
 	struct vgpu_welcome wl = { 0 };
+	const char *why;
 	int fds[3], ret;
 
 	wl.magic = VGPU_PROTO_MAGIC;
+	wl.carrier = h->carrier;
 	wl.version = VGPU_PROTO_VERSION;
 	wl.features = h->features & VGPU_FEAT_ALL;
 	wl.session_id = w->session_id;
 	wl.backend = w->B.kind;
 	if (w->B.cuDriverGetVersion((int *)&wl.driver_version))
 		wl.driver_version = 13000;
-	ret = build_region(w, h, &wl);
-	if (!ret)
+	ret = build_region(w, h, &wl, &why);
+	if (!ret) {
+		why = "the worker could not set up the session";
 		ret = build_memory(w, &wl);
+	}
 	if (ret) {
-		refuse(w->sock, -ret, "the worker could not set up the session");
+		refuse(w->sock, -ret, why);
 		return ret;
 	}
 	fds[0] = w->region_fd;
@@ -331,21 +430,23 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 /* Sleep until the client rings or goes away; false when it is gone. */
 static bool idle(struct worker *w)
 {
-	struct vgpu_shared *sh = w->ring.sh;
+	uint32_t *flags = w->ring.sq_flags;
 	bool alive;
 
-	__atomic_or_fetch(&sh->sq_flags, VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(flags, VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	smp_mb();	/* flag before re-check: pairs with client_sq_publish */
 	if (!worker_sq_empty(&w->ring)) {
-		__atomic_and_fetch(&sh->sq_flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+		__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 		return true;
 	}
-	alive = worker_wait_doorbell(w, -1);
-	__atomic_and_fetch(&sh->sq_flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+	alive = worker_sq_sleep(&w->ring, w->sock, -1) != -EPIPE;
+	if (!alive)
+		write_once(&w->dead, true);
+	__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	return alive;
 }
 
-int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
+int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id)
 {
 	struct vgpu_hello h;
 	struct vgpu_sqe sqe;
@@ -355,6 +456,7 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 	int n, ret, out_fd = -1, nfds = 1;
 
 	w->sock = client_sock;
+	w->ctl = ctl;
 	w->session_id = session_id;
 	n = vgpu_recv_fds(client_sock, &h, sizeof(h), &out_fd, &nfds);
 	/* Device printf goes to the client's stdout from now on. */
@@ -365,6 +467,11 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 		write_once(&w->print_out, out_fd);
 		pthread_mutex_unlock(&w->print_lock);
 		close(old);
+	}
+	if (n >= 8 && h.magic == VGPU_PROTO_MAGIC && h.version != VGPU_PROTO_VERSION) {
+		refuse(client_sock, EPROTONOSUPPORT,
+		       "protocol version mismatch: update the runtime or the daemon");
+		return -EPROTONOSUPPORT;
 	}
 	if (n != sizeof(h)) {
 		refuse(client_sock, EPROTO, "short hello");
@@ -381,8 +488,13 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 		ret = welcome(w, &h);
 	if (ret)
 		return ret;
-	vlog_info("session %llu: serving pid %u (%s) on the %s backend",
-		  (unsigned long long)session_id, h.pid, h.comm, w->B.name);
+	if (h.carrier == VGPU_CARRIER_KMOD)
+		vlog_info("session %llu: serving pid %u (%s) on the %s backend over /dev/vgpu session %llu",
+			  (unsigned long long)session_id, h.pid, h.comm, w->B.name,
+			  (unsigned long long)w->kmod.session_id);
+	else
+		vlog_info("session %llu: serving pid %u (%s) on the %s backend over memfd",
+			  (unsigned long long)session_id, h.pid, h.comm, w->B.name);
 	while (!read_once(&w->dead)) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
@@ -405,7 +517,7 @@ int worker_serve(struct worker *w, int client_sock, uint64_t session_id)
 			break;
 		spin_start = 0;
 	}
-	write_once(&w->ring.sh->state, VGPU_STATE_DEAD);
+	write_once(&w->ring.sh->state, VGPU_WORKER_DEAD);
 	vlog_info("session %llu: client gone", (unsigned long long)session_id);
 	return 0;
 }

@@ -26,10 +26,30 @@ struct worker_config {
 	uint64_t dev_window_size;	/* 0: twice the device's memory */
 };
 
+/* Worker -> supervisor over the worker's control socket: a readiness byte
+ * (WMSG_READY or WMSG_FAILED) at start, then at most one attach request. */
+#define WMSG_FAILED	0
+#define WMSG_READY	1
+#define WMSG_ATTACH	2	/* attach kmod_session for my client */
+struct worker_msg {
+	uint8_t type;
+	uint8_t pad[7];
+	uint64_t kmod_session;
+};
+
+/* Supervisor -> worker: the answer to WMSG_ATTACH, with the worker fd of
+ * /dev/vgpu as SCM_RIGHTS when status is 0. */
+struct attach_reply {
+	int32_t status;			/* 0 or -errno */
+	uint32_t pad;
+};
+
 struct worker {
 	struct vgpu_backend B;
 	struct worker_config cfg;
 	int sock;			/* the client's connection */
+	int ctl;			/* the supervisor's control socket */
+	struct vgpu_kmod kmod;		/* /dev/vgpu carrier: the session mapped */
 	uint64_t session_id;
 	struct vgpu_ring ring;
 	void *region;
@@ -99,7 +119,7 @@ int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
 
 /* worker.c */
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);
-int worker_serve(struct worker *w, int client_sock, uint64_t session_id);
+int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id);
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);

@@ -32,6 +32,10 @@
 #define SPIN_ITERS	20000	/* ~20-50 us of polling before sleeping */
 #define SLEEP_MS	20	/* sleepers check the worker is alive this often */
 #define SMALL_COPY	(64u << 10)
+/* /dev/vgpu sessions: the daemon's default rings; the arena holds the
+ * payload ring, reply slots and staging (vgpud's defaults need 58 MiB). */
+#define KMOD_SQ		256u
+#define KMOD_ARENA	(64ull << 20)
 
 enum { W_FREE, W_PENDING, W_KICK, W_DONE };
 
@@ -130,12 +134,17 @@ static int claim(uint64_t base, uint64_t size, int prot, int flags, int fd)
 static CUresult attach(struct vgpu_session *s, const int fds[3])
 {
 	struct vgpu_welcome *wl = &s->wl;
+	bool kmod = s->carrier == VGPU_CARRIER_KMOD;
+	size_t size = kmod ? sizeof(struct vgpu_shared) : wl->region_size;
 	int ret;
 
-	s->region = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	s->region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (s->region == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	ret = vgpu_ring_attach(&s->ring, s->region, wl->region_size, wl);
+	if (kmod)
+		ret = vgpu_ring_attach_kmod(&s->ring, s->region, &s->kmod, wl);
+	else
+		ret = vgpu_ring_attach(&s->ring, s->region, wl->region_size, wl);
 	if (ret) {
 		vlog_err("daemon sent an inconsistent session layout");
 		return CUDA_ERROR_SYSTEM_NOT_READY;
@@ -174,6 +183,42 @@ static CUresult alloc_waiters(uint32_t n)
 	return CUDA_SUCCESS;
 }
 
+/* VGPU_TRANSPORT: sets up the /dev/vgpu session when it is to be used. */
+static CUresult pick_carrier(struct vgpu_session *s)
+{
+	const char *t = getenv("VGPU_TRANSPORT");
+	bool forced;
+	int ret;
+
+	if (!t || !*t)
+		t = "auto";
+	if (!strcmp(t, "memfd")) {
+		s->carrier = VGPU_CARRIER_MEMFD;
+		return CUDA_SUCCESS;
+	}
+	forced = !strcmp(t, "kmod");
+	if (!forced && strcmp(t, "auto")) {
+		vlog_err("VGPU_TRANSPORT=%s: want auto, kmod or memfd", t);
+		return CUDA_ERROR_SYSTEM_NOT_READY;
+	}
+	ret = vgpu_kmod_client(&s->kmod, KMOD_SQ, 2 * KMOD_SQ, sizeof(struct vgpu_sqe),
+			       sizeof(struct vgpu_cqe), KMOD_ARENA);
+	if (!ret) {
+		s->carrier = VGPU_CARRIER_KMOD;
+		return CUDA_SUCCESS;
+	}
+	if (forced) {
+		vlog_err("VGPU_TRANSPORT=kmod but %s is not usable: %s%s", VGPU_KMOD_DEVICE,
+			 strerror(-ret),
+			 ret == -ECONNREFUSED ? " (no vgpud is registered as its server)" :
+			 ret == -ENOENT ? " (is vgpu.ko loaded and the device in this container?)" : "");
+		return CUDA_ERROR_SYSTEM_NOT_READY;
+	}
+	vlog_debug("%s: %s; using the memfd carrier", VGPU_KMOD_DEVICE, strerror(-ret));
+	s->carrier = VGPU_CARRIER_MEMFD;
+	return CUDA_SUCCESS;
+}
+
 static CUresult connect_session(void)
 {
 	struct vgpu_session *s = &cl.s;
@@ -182,6 +227,10 @@ static CUresult connect_session(void)
 	int fds[3], nfds = 3, n;
 	CUresult rc;
 
+	s->kmod.fd = -1;
+	rc = pick_carrier(s);
+	if (rc)
+		return rc;
 	s->sock = dial(path);
 	if (s->sock < 0) {
 		static bool said;
@@ -194,6 +243,12 @@ static CUresult connect_session(void)
 		return CUDA_ERROR_NO_DEVICE;
 	}
 	fill_hello(&h);
+	h.carrier = s->carrier;
+	if (s->carrier == VGPU_CARRIER_KMOD) {
+		h.kmod_session = s->kmod.session_id;
+		h.sq_entries = s->kmod.sq_entries;
+		h.cq_entries = s->kmod.cq_entries;
+	}
 	/* Our stdout goes along: device printf output lands there. */
 	fds[0] = STDOUT_FILENO;
 	if (vgpu_send_fds(s->sock, &h, sizeof(h), fds, fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 0 : 1) !=
@@ -208,7 +263,7 @@ static CUresult connect_session(void)
 			 strerror(-s->wl.status));
 		return CUDA_ERROR_SYSTEM_NOT_READY;
 	}
-	if (nfds != 3 || s->wl.version != VGPU_PROTO_VERSION)
+	if (nfds != 3 || s->wl.version != VGPU_PROTO_VERSION || s->wl.carrier != s->carrier)
 		goto lost;
 	rc = attach(s, fds);
 	if (!rc)
@@ -238,6 +293,8 @@ CUresult vgpu_session(struct vgpu_session **out)
 			if (cl.s.sock >= 0)
 				close(cl.s.sock);
 			cl.s.sock = -1;
+			if (cl.s.kmod.fd >= 0)
+				vgpu_kmod_close(&cl.s.kmod);
 			pthread_mutex_unlock(&cl.lock);
 			return rc;
 		}
@@ -274,7 +331,7 @@ static bool check_alive(void)
 {
 	struct pollfd p = { .fd = cl.s.sock, .events = POLLIN | POLLRDHUP };
 
-	if (read_once(&cl.s.ring.sh->state) == VGPU_STATE_DEAD ||
+	if (read_once(&cl.s.ring.sh->state) == VGPU_WORKER_DEAD || vgpu_ring_dead(&cl.s.ring) ||
 	    (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)))) {
 		mark_dead();
 		return false;
@@ -441,15 +498,14 @@ static void hand_off(void)
 /* As the reaper: sleep until the worker posts something (or 20 ms). */
 static void sleep_on_cq(void)
 {
-	struct vgpu_shared *sh = cl.s.ring.sh;
-	uint32_t tail = load_acquire(&sh->cq_tail);
+	struct vgpu_ring *r = &cl.s.ring;
+	uint32_t tail = load_acquire(r->cq_tail);
 
-	write_once(&sh->cq_flags, VGPU_CQ_NEED_WAKEUP);
+	write_once(r->cq_flags, VGPU_CQ_NEED_WAKEUP);
 	smp_mb();	/* flag before re-check: pairs with worker_cq_notify */
-	if (client_cq_empty(&cl.s.ring) &&
-	    vgpu_futex_wait(&sh->cq_tail, tail, SLEEP_MS) == -ETIMEDOUT)
+	if (client_cq_empty(r) && client_cq_sleep(r, tail, SLEEP_MS) < 0)
 		check_alive();
-	write_once(&sh->cq_flags, 0);
+	write_once(r->cq_flags, 0);
 }
 
 /* True once tag's answer is in; false if the session died first. */

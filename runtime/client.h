@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "driver.h"
+#include "kmod.h"
 #include "ring.h"
 #include "vgpu/proto.h"
 
@@ -21,15 +22,20 @@ struct vgpu_session {
 	struct vgpu_welcome wl;
 	struct vgpu_ring ring;
 	int sock;
-	void *region;
+	void *region;			/* memfd: the region; kmod: the vgpu_shared page */
 	uint8_t *pool_base;		/* == wl.host_pool_base */
+	uint32_t carrier;		/* VGPU_CARRIER_* */
+	struct vgpu_kmod kmod;		/* VGPU_CARRIER_KMOD: the session mapped */
 };
 
 /*
- * The session, connecting on first use (VGPU_SOCKET or the default path).
+ * The session, connecting on first use (VGPU_SOCKET or the default path)
+ * over the carrier VGPU_TRANSPORT names: auto (default; /dev/vgpu when it
+ * opens and a vgpud is registered with it, else memfd), kmod or memfd.
  * Returns CUDA_SUCCESS, or the CUresult cuInit must answer: no daemon →
- * CUDA_ERROR_NO_DEVICE, daemon refused → CUDA_ERROR_SYSTEM_NOT_READY
- * (logged once, with the daemon's message). Cheap after the first call.
+ * CUDA_ERROR_NO_DEVICE, daemon refused, VGPU_TRANSPORT=kmod without a usable
+ * /dev/vgpu or a bad VGPU_TRANSPORT → CUDA_ERROR_SYSTEM_NOT_READY (logged
+ * once, with the reason). Cheap after the first call.
  */
 VGPU_HIDDEN CUresult vgpu_session(struct vgpu_session **out);
 /* The session if connected, else NULL; never connects. */

@@ -4,7 +4,24 @@
  * the daemon's worker (server, owns the GPU context) exchange. The same
  * entries travel over every carrier: a memfd (default), /dev/vgpu pages, TCP.
  *
- * Connection (memfd carrier)
+ * Connection
+ *   0. /dev/vgpu carrier only (VGPU_TRANSPORT=auto finds the device and a
+ *      registered vgpud, or VGPU_TRANSPORT=kmod insists): the client opens
+ *      /dev/vgpu, sets a session up (VGPU_IOC_SETUP: SQ of 64-byte SQEs, CQ
+ *      of 32-byte CQEs, an arena) and maps it; the hello then names the
+ *      carrier and the session id. The supervisor, the module's server,
+ *      checks that the session was opened by the process at the other end of
+ *      the socket (the OPENED event's pid against SO_PEERCRED), attaches it
+ *      and passes the worker fd to the worker. Then as for memfd, except:
+ *      SQ/CQ entries and their head, tail and flags words are the module's
+ *      rings; the payload ring, reply slots, staging chunks and device
+ *      snapshot are the module's arena, at the welcome's offsets; the first
+ *      descriptor of the welcome is a one-page memfd holding struct
+ *      vgpu_shared, whose words other than the ring indices are futex
+ *      words (a futex cannot live in the module's pages, which have no
+ *      file mapping); SQ/CQ doorbells are VGPU_IOC_DOORBELL and VGPU_IOC_WAIT
+ *      or poll() on the /dev/vgpu fds, and the module's status page says
+ *      when the session is dead.
  *   1. The client connects to the daemon's Unix socket (SOCK_SEQPACKET)
  *      and sends a struct vgpu_hello, with its stdout as SCM_RIGHTS so
  *      device printf output reaches the program's own stdout. The daemon
@@ -91,7 +108,7 @@
 #include <stdint.h>
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	3u
+#define VGPU_PROTO_VERSION	4u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -118,9 +135,15 @@ struct vgpu_hello {
 	uint32_t sq_entries;	/* 0: daemon default; else power of two */
 	uint32_t cq_entries;
 	uint32_t flags;		/* none defined yet: must be 0 */
-	uint32_t reserved;	/* must be 0 */
+	uint32_t carrier;	/* VGPU_CARRIER_*: what the client set up */
 	char comm[32];		/* program name, NUL-terminated */
+	uint64_t kmod_session;	/* VGPU_CARRIER_KMOD: its /dev/vgpu session id */
+	uint64_t reserved[2];	/* must be 0 */
 };
+
+/* Carriers (see "Connection" above). */
+#define VGPU_CARRIER_MEMFD	1u
+#define VGPU_CARRIER_KMOD	2u
 
 struct vgpu_welcome {
 	uint32_t magic;
@@ -143,7 +166,7 @@ struct vgpu_welcome {
 	uint64_t host_pool_base;	/* shared pinned pool, same address both sides */
 	uint64_t host_pool_size;
 	uint32_t backend;		/* VGPU_BACKEND_* */
-	uint32_t reserved;
+	uint32_t carrier;		/* VGPU_CARRIER_*, as the hello asked */
 	char message[128];		/* why, when status < 0 */
 };
 
@@ -159,12 +182,14 @@ struct vgpu_chunk_ctl {
 	uint32_t len;		/* bytes valid in the chunk */
 };
 
+/* On the /dev/vgpu carrier the SQ/CQ head, tail and flags words below are
+ * unused: the module's rings header holds them. */
 struct vgpu_shared {
 	/* written by the worker */
 	uint32_t sq_head;
 	uint32_t reserved0;
 	uint32_t cq_tail;
-	uint32_t state;			/* VGPU_STATE_* */
+	uint32_t state;			/* VGPU_WORKER_* */
 	uint32_t payload_head;		/* free-running byte counter */
 	uint32_t pad0[11];
 	/* written by the client */
@@ -191,8 +216,8 @@ struct vgpu_shared {
 #define VGPU_STAGING_CLIENT_WAITS 1u
 #define VGPU_STAGING_WORKER_WAITS 2u
 
-#define VGPU_STATE_RUNNING	0u
-#define VGPU_STATE_DEAD		1u	/* worker is gone or going */
+#define VGPU_WORKER_RUNNING	0u
+#define VGPU_WORKER_DEAD	1u	/* worker is gone or going */
 
 struct vgpu_sqe {
 	uint16_t opcode;	/* VGPU_OP_* */
@@ -359,7 +384,8 @@ struct vgpu_device_info {
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
 _Static_assert(sizeof(struct vgpu_cqe) == 32, "CQE is half a cache line");
-_Static_assert(sizeof(struct vgpu_hello) == 64, "hello layout");
+_Static_assert(sizeof(struct vgpu_hello) == 88, "hello layout");
+_Static_assert(__builtin_offsetof(struct vgpu_hello, kmod_session) == 64, "hello layout");
 _Static_assert(sizeof(struct vgpu_welcome) == 256, "welcome layout");
 _Static_assert(sizeof(struct vgpu_chunk_ctl) == 8, "chunk ctl layout");
 _Static_assert(sizeof(struct vgpu_shared) == 320 + 4 * VGPU_CB_SLOTS, "shared header layout");

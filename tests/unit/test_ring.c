@@ -2,7 +2,9 @@
 /*
  * The shared rings on their own: layout checks, the SQ and payload ring
  * between two threads over millions of entries with a checksum, hostile
- * entries (payloads that lie about where they are), and the CQ.
+ * entries (payloads that lie about where they are), and the CQ; the same
+ * ring code over a /dev/vgpu-shaped mapping (entries and index words in the
+ * module's rings, the rest in its arena, struct vgpu_shared apart).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -225,9 +227,61 @@ static void test_cq(void)
 	teardown();
 }
 
+/* A fake of what vgpu_kmod_client maps: rings header words on lines of
+ * their own, then the entry arrays; the arena; no fd (flags stay clear). */
+static void test_kmod_shape(void)
+{
+	enum { SQ = 8, CQ = 16 };
+	uint8_t *rings = calloc(1, 4096 + SQ * 64 + CQ * 32);
+	struct vgpu_shared *hdr = calloc(1, sizeof(*hdr));
+	static uint32_t status;
+	struct vgpu_kmod k = {
+		.fd = -1, .sq_entries = SQ, .cq_entries = CQ, .status_flags = &status,
+		.sq_head = (uint32_t *)(rings + 0), .sq_tail = (uint32_t *)(rings + 64),
+		.cq_head = (uint32_t *)(rings + 128), .cq_tail = (uint32_t *)(rings + 192),
+		.sq_flags = (uint32_t *)(rings + 256), .cq_flags = (uint32_t *)(rings + 320),
+		.sqes = rings + 4096, .cqes = rings + 4096 + SQ * 64,
+	};
+	struct vgpu_welcome w = { 0 };
+	struct vgpu_sqe in = { .opcode = VGPU_OP_NOP, .tag = 3 }, out, *e;
+	struct vgpu_cqe c = { .tag = 3, .result = 7 }, got;
+
+	CHECK(vgpu_layout(&w, SQ, CQ, 1 << 20, 1 << 20, 4, 1) == 0, "kmod layout");
+	k.arena_size = w.region_size - 1;
+	k.arena = calloc(1, w.region_size);
+	CHECK(vgpu_ring_attach_kmod(&client, hdr, &k, &w) == -EPROTO, "arena too small");
+	k.arena_size = w.region_size;
+	k.sq_entries = SQ * 2;
+	CHECK(vgpu_ring_attach_kmod(&client, hdr, &k, &w) == -EPROTO, "sq geometry differs");
+	k.sq_entries = SQ;
+	CHECK(vgpu_ring_attach_kmod(&client, hdr, &k, &w) == 0, "kmod attach client");
+	CHECK(vgpu_ring_attach_kmod(&worker, hdr, &k, &w) == 0, "kmod attach worker");
+	CHECK(client.sh == hdr && client.payload == (uint8_t *)k.arena + w.payload_off,
+	      "header apart, payload in the arena");
+
+	e = client_sq_next(&client);
+	CHECK(e == k.sqes, "first SQE is the module's entry 0");
+	*e = in;
+	client_sq_publish(&client);
+	CHECK(*k.sq_tail == 1 && hdr->sq_tail == 0, "tail published in the module's header");
+	CHECK(worker_sq_pop(&worker, &out) && out.tag == 3, "worker pops it");
+	worker_sq_release(&worker);
+	CHECK(*k.sq_head == 1, "head released in the module's header");
+	CHECK(worker_cq_push(&worker, &c), "worker answers");
+	worker_cq_notify(&worker);
+	CHECK(*k.cq_tail == 1 && !vgpu_ring_dead(&client), "cq tail in the module's header");
+	CHECK(client_cq_pop(&client, &got) && got.result == 7 && *k.cq_head == 1, "client reaps");
+	status = 1;	/* VGPU_RING_DEAD, as the module sets it */
+	CHECK(vgpu_ring_dead(&client), "death seen in the status word");
+	free(k.arena);
+	free(hdr);
+	free(rings);
+}
+
 int main(void)
 {
 	test_layout();
+	test_kmod_shape();
 	test_hostile();
 	test_cq();
 	test_release();

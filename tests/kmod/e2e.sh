@@ -1,0 +1,142 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# End-to-end over /dev/vgpu in the QEMU guest (busybox sh, root). tests/kmod/run
+# puts vgpud, the runtime (/opt/vgpu) and the e2e programs (/opt/vgpu/e2e) in
+# the guest and lists one line per step:
+#
+#   e2e.sh start             vgpud --backend host, registered as the server
+#   e2e.sh run PROG [ARGS]   PROG through vgpu with VGPU_TRANSPORT=kmod
+#   e2e.sh memfd PROG        the same with VGPU_TRANSPORT=memfd, module loaded
+#   e2e.sh auto PROG         no VGPU_TRANSPORT: must pick /dev/vgpu
+#   e2e.sh refuse            the daemon's checks of a /dev/vgpu hello (h_e2e)
+#   e2e.sh container PROG    PROG in a new user and mount namespace whose
+#                            /dev holds only vgpu (and the daemon's socket
+#                            folder), through /dev/vgpu
+#   e2e.sh stop              vgpud stops; nothing in its log went wrong
+#
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+V=/opt/vgpu
+SOCK=/run/vgpu/vgpud.sock
+LOG=/tmp/vgpud.log
+PIDF=/tmp/vgpud.pid
+OUT=/tmp/e2e.out
+
+fail() {
+	echo "e2e: FAIL: $*"
+	[ -s $OUT ] && { echo "--- program output"; tail -n 30 $OUT; }
+	echo "--- vgpud log"
+	tail -n 20 $LOG
+	exit 1
+}
+
+[ -x $V/bin/vgpud ] || { echo "no vgpud in the guest"; exit 77; }
+
+# The daemon's log lines about a client: "serving pid P (...) ... over X".
+served_over() { # PID: the carrier the worker served the pid over
+	sed -n "s/.*serving pid $1 (.*) on the host backend over \([^ ]*\).*/\1/p" $LOG | tail -n 1
+}
+
+# through TRANSPORT PROG ARGS...: one program, checked for its carrier.
+through() {
+	want=$1
+	shift
+	: >$OUT
+	if [ "$want" = auto ]; then
+		unset VGPU_TRANSPORT
+		want=/dev/vgpu
+	else
+		export VGPU_TRANSPORT=$want
+		[ "$want" = kmod ] && want=/dev/vgpu
+	fi
+	$V/bin/vgpu run --socket $SOCK -- "$@" >$OUT 2>&1 &
+	pid=$!	# vgpu run execs the program: this is the client
+	wait $pid
+	rc=$?
+	[ $rc -eq 0 ] || fail "$* exited $rc"
+	got=$(served_over $pid)
+	[ "$got" = "$want" ] || fail "$* was served over '$got', want $want"
+	echo "e2e: $* passed over $got"
+}
+
+case ${1:-} in
+start)
+	mkdir -p /run/vgpu
+	VGPU_HOST_DEVICE_MEM=536870912 VGPU_LOG=info $V/bin/vgpud --backend host \
+		--foreground --socket $SOCK --workers 1 </dev/null >$LOG 2>&1 &
+	echo $! >$PIDF
+	i=0
+	while ! [ -S $SOCK ] && [ $i -lt 600 ]; do
+		kill -0 "$(cat $PIDF)" 2>/dev/null || fail "vgpud exited"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -S $SOCK ] || fail "vgpud did not listen in 60 s"
+	grep -q "registered as the /dev/vgpu server" $LOG ||
+		fail "vgpud did not register as the /dev/vgpu server"
+	echo "e2e: vgpud $(cat $PIDF) is the /dev/vgpu server"
+	;;
+run)
+	shift
+	through kmod "$V/e2e/$@"
+	;;
+memfd)
+	through memfd "$V/e2e/$2"
+	;;
+auto)
+	through auto "$V/e2e/$2"
+	;;
+refuse)
+	h_e2e $SOCK >$OUT 2>&1 || fail "h_e2e"
+	cat $OUT
+	grep -q "names /dev/vgpu session .* refused" $LOG ||
+		fail "the daemon did not log the foreign session id"
+	;;
+container)
+	ct=/tmp/ct
+	mkdir -p $ct
+	: >$OUT
+	# As mapped root in a new user namespace: a tmpfs root with the
+	# libraries and programs bound read-only in, and of /dev only vgpu.
+	VGPU_TRANSPORT=kmod unshare -r -m sh -c "
+		set -e
+		mount -t tmpfs ct $ct
+		mkdir -p $ct/dev $ct/run/vgpu $ct/proc $ct/tmp $ct/bin $ct/lib $ct/lib64 $ct/usr $ct/opt
+		touch $ct/dev/vgpu
+		mount --bind /dev/vgpu $ct/dev/vgpu
+		mount --bind /run/vgpu $ct/run/vgpu
+		for d in bin lib lib64 usr opt proc; do mount --rbind /\$d $ct/\$d; done
+		[ \"\$(ls $ct/dev)\" = vgpu ]
+		[ \"\$(id -u)\" = 0 ]
+		[ \"\$(readlink /proc/self/ns/user)\" != \"$(readlink /proc/self/ns/user)\" ]
+		exec chroot $ct $V/bin/vgpu run --socket $SOCK -- $V/e2e/$2
+	" >$OUT 2>&1 &
+	pid=$!
+	wait $pid
+	rc=$?
+	[ $rc -eq 0 ] || fail "$2 in the container exited $rc"
+	got=$(served_over $pid)
+	[ "$got" = /dev/vgpu ] || fail "the container's client was served over '$got'"
+	echo "e2e: $2 passed in a user+mount namespace over /dev/vgpu"
+	;;
+stop)
+	pid=$(cat $PIDF 2>/dev/null)
+	[ -n "$pid" ] || fail "no vgpud was started"
+	kill -TERM "$pid"
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -0 "$pid" 2>/dev/null && fail "vgpud did not stop on SIGTERM"
+	if grep "error:" $LOG; then
+		fail "vgpud logged errors"
+	fi
+	echo "e2e: vgpud stopped; $(grep -c 'over /dev/vgpu' $LOG) sessions over /dev/vgpu, $(grep -c 'over memfd' $LOG) over memfd"
+	;;
+*)
+	echo "usage: e2e.sh start|run PROG|memfd PROG|auto PROG|refuse|container PROG|stop" >&2
+	exit 2
+	;;
+esac
+exit 0
