@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "supervisor.h"
+#include "vgpu/ctl.h"
 
 static void usage(FILE *f)
 {
@@ -24,6 +25,10 @@ static void usage(FILE *f)
 "  -s, --socket PATH             listen here (default %s)\n"
 "  -m, --socket-mode MODE        permissions of the socket, octal (default 0666;\n"
 "                                who may connect may use the GPU)\n"
+"  -c, --control PATH            vgpuctl's control socket (default: the socket's\n"
+"                                path with .sock replaced by .ctl, %s)\n"
+"      --control-mode MODE       its permissions, octal (default 0600: who may\n"
+"                                list, checkpoint and end sessions)\n"
 "  -w, --workers N               workers kept ready with their context (default 2)\n"
 "  -f, --foreground              stay in the foreground (systemd, tests)\n"
 "  -h, --help                    this text\n"
@@ -32,7 +37,7 @@ static void usage(FILE *f)
 "server and serves clients over it too; otherwise over memfd only.\n"
 "\n"
 "Environment: VGPU_LOG=debug|info|warn|error, VGPU_HOST_DEVICE_MEM (host backend\n"
-"device memory, bytes).\n", VGPU_DEFAULT_SOCKET);
+"device memory, bytes).\n", VGPU_DEFAULT_SOCKET, VGPU_CTL_DEFAULT_PATH);
 }
 
 /* Probe in a child: CUDA must not be initialised in the supervisor, which
@@ -61,6 +66,8 @@ int main(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-mode", required_argument, NULL, 'm' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "control-mode", required_argument, NULL, 'M' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
@@ -71,6 +78,7 @@ int main(int argc, char **argv)
 		.backend = "auto",
 		.pool_size = 2,
 		.socket_mode = 0666,
+		.control_mode = 0600,
 		.worker = {
 			.sq_entries = 256,
 			.payload_size = 8u << 20,
@@ -80,10 +88,10 @@ int main(int argc, char **argv)
 		},
 	};
 	int c, foreground = 0;
-	char *end;
+	char *end, control[108];
 
 	vgpu_log_init("vgpud", VGPU_LOG_INFO);
-	while ((c = getopt_long(argc, argv, "b:s:m:w:fh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:s:m:c:w:fh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			cfg.backend = optarg;
@@ -95,6 +103,16 @@ int main(int argc, char **argv)
 			cfg.socket_mode = strtoul(optarg, &end, 8);
 			if (*end || cfg.socket_mode > 0777) {
 				fprintf(stderr, "vgpud: bad socket mode '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			cfg.control_path = optarg;
+			break;
+		case 'M':
+			cfg.control_mode = strtoul(optarg, &end, 8);
+			if (*end || cfg.control_mode > 0777) {
+				fprintf(stderr, "vgpud: bad control socket mode '%s'\n", optarg);
 				return 2;
 			}
 			break;
@@ -119,6 +137,13 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "vgpud: unexpected argument '%s'\n", argv[optind]);
 		return 2;
+	}
+	if (!cfg.control_path) {
+		cfg.control_path = vgpu_ctl_path_for(cfg.socket_path, control, sizeof(control));
+		if (!cfg.control_path) {
+			fprintf(stderr, "vgpud: socket path too long for a control socket beside it\n");
+			return 2;
+		}
 	}
 	if (!strcmp(cfg.backend, "auto"))
 		cfg.backend = cuda_usable() ? "cuda" : "host";

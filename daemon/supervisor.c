@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "fdpass.h"
 #include "kmod.h"
 #include "log.h"
@@ -37,6 +39,7 @@ struct wslot {
 	enum wstate state;
 	uint64_t session_id;
 	uint32_t client_pid;	/* SO_PEERCRED of its client */
+	uint32_t client_uid;
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
 	struct worker_msg msg;	/* what the worker says lands here */
@@ -50,7 +53,7 @@ struct ksession {
 };
 
 /* What an io_uring completion is about. */
-enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD };
+enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 static struct {
@@ -65,6 +68,8 @@ static struct {
 	unsigned int sessions;
 	bool stopping;
 	int kfd;		/* /dev/vgpu server fd, -1 if none */
+	int ctl_fd;		/* the control socket, -1 if none */
+	struct worker_stats *stats;	/* one slot per worker, shared with it */
 	struct ksession ks[MAX_KMOD_SESSIONS];
 } sv;
 
@@ -108,7 +113,7 @@ static int listen_on(const char *path, unsigned int mode)
 
 /* ---- workers ------------------------------------------------------------ */
 
-static void worker_child(int ctl)
+static void worker_child(int ctl, int slot)
 {
 	struct worker w;
 	struct handoff h;
@@ -128,6 +133,7 @@ static void worker_child(int ctl)
 	ret = vgpu_recv_fds(ctl, &h, sizeof(h), &fd, &nfds);
 	if (ret != sizeof(h) || nfds != 1)
 		_exit(0);	/* the daemon is stopping */
+	w.stats = sv.stats ? &sv.stats[slot] : NULL;
 	ret = worker_serve(&w, fd, ctl, h.session_id);
 	_exit(ret ? 1 : 0);
 }
@@ -163,11 +169,16 @@ static int spawn_worker(void)
 		close(sv.sig_fd);
 		if (sv.kfd >= 0)
 			close(sv.kfd);	/* the server is the supervisor alone */
+		if (sv.ctl_fd >= 0)
+			close(sv.ctl_fd);
+		admin_close_all();
 		io_uring_queue_exit(&sv.ring);
 		sigprocmask(SIG_SETMASK, &(sigset_t){ 0 }, NULL);
-		worker_child(sp[1]);
+		worker_child(sp[1], i);
 	}
 	close(sp[1]);
+	if (sv.stats)
+		memset(&sv.stats[i], 0, sizeof(sv.stats[i]));
 	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING };
 	arm_worker(i);
 	return 0;
@@ -224,6 +235,7 @@ static void give_to_idle(int fd)
 		sv.w[i].state = W_BUSY;
 		sv.w[i].session_id = h.session_id;
 		sv.w[i].client_pid = cr.pid;
+		sv.w[i].client_uid = cr.uid;
 		sv.sessions++;
 		vlog_info("session %llu: pid %d uid %d -> worker %d",
 			  (unsigned long long)h.session_id, cr.pid, cr.uid, sv.w[i].pid);
@@ -426,6 +438,65 @@ static void arm_accept(void)
 	io_uring_sqe_set_data64(sqe, UD(EV_ACCEPT, 0));
 }
 
+/* ---- control socket (admin.c answers) ------------------------------------ */
+
+static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t id)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < MAX_WORKERS && n < max; i++) {
+		const struct wslot *ws = &sv.w[i];
+		struct vgpu_ctl_session *r = &out[n];
+
+		if (!ws->pid || ws->state != W_BUSY || (id && ws->session_id != id))
+			continue;
+		*r = (struct vgpu_ctl_session){
+			.id = ws->session_id,
+			.pid = ws->client_pid,
+			.uid = ws->client_uid,
+			.state = ws->closed ? VGPU_CTL_STATE_ENDING : VGPU_CTL_STATE_SERVING,
+			.worker_pid = (uint32_t)ws->pid,
+		};
+		if (sv.stats) {
+			const struct worker_stats *st = &sv.stats[i];
+
+			r->device_bytes = __atomic_load_n(&st->device_bytes, __ATOMIC_RELAXED);
+			r->pool_bytes = __atomic_load_n(&st->pool_bytes, __ATOMIC_RELAXED);
+			memcpy(r->comm, st->comm, sizeof(r->comm));
+			memcpy(r->carrier, st->carrier, sizeof(r->carrier));
+			r->comm[sizeof(r->comm) - 1] = 0;
+			r->carrier[sizeof(r->carrier) - 1] = 0;
+		}
+		n++;
+	}
+	return n;
+}
+
+static const struct admin_ops admin_ops = { .list_sessions = list_sessions };
+
+static void arm_ctl_accept(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
+
+	io_uring_prep_accept(sqe, sv.ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, UD(EV_CTL_ACCEPT, 0));
+}
+
+static void on_ctl_accept(int fd)
+{
+	int slot = admin_add(fd);
+	struct io_uring_sqe *sqe;
+	size_t len;
+	void *buf;
+
+	if (slot < 0)
+		return;
+	buf = admin_buffer(slot, &len);
+	sqe = io_uring_get_sqe(&sv.ring);
+	io_uring_prep_recv(sqe, fd, buf, len, 0);
+	io_uring_sqe_set_data64(sqe, UD(EV_CTL_READ, slot));
+}
+
 static void arm_signal(void)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
@@ -472,6 +543,14 @@ static void handle(struct io_uring_cqe *cqe)
 	case EV_KMOD:
 		drain_kmod_events();
 		arm_kmod();
+		break;
+	case EV_CTL_ACCEPT:
+		if (cqe->res >= 0)
+			on_ctl_accept(cqe->res);
+		arm_ctl_accept();
+		break;
+	case EV_CTL_READ:
+		admin_done(idx, cqe->res);
 		break;
 	}
 }
@@ -528,12 +607,31 @@ int supervisor_run(const struct supervisor_config *cfg)
 		vlog_err("cannot listen on %s: %s", cfg->socket_path, strerror(-sv.listen_fd));
 		return 1;
 	}
+	sv.ctl_fd = -1;
+	if (cfg->control_path) {
+		sv.ctl_fd = listen_on(cfg->control_path, cfg->control_mode);
+		if (sv.ctl_fd < 0) {
+			vlog_err("cannot listen on %s: %s", cfg->control_path,
+				 strerror(-sv.ctl_fd));
+			unlink(cfg->socket_path);
+			return 1;
+		}
+	}
+	sv.stats = mmap(NULL, MAX_WORKERS * sizeof(*sv.stats), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sv.stats == MAP_FAILED) {
+		vlog_warn("no shared statistics for workers: %s", strerror(errno));
+		sv.stats = NULL;
+	}
+	admin_init(&admin_ops);
 	ret = io_uring_queue_init(256, &sv.ring, 0);
 	if (ret) {
 		vlog_err("io_uring: %s", strerror(-ret));
 		return 1;
 	}
 	kmod_register();
+	if (sv.ctl_fd >= 0)
+		arm_ctl_accept();
 	arm_accept();
 	arm_signal();
 	if (sv.kfd >= 0)
@@ -556,6 +654,11 @@ int supervisor_run(const struct supervisor_config *cfg)
 		io_uring_cqe_seen(&sv.ring, cqe);
 	}
 	unlink(cfg->socket_path);
+	if (sv.ctl_fd >= 0) {
+		unlink(cfg->control_path);
+		close(sv.ctl_fd);
+	}
+	admin_close_all();
 	stop_workers();
 	if (sv.kfd >= 0)
 		close(sv.kfd);

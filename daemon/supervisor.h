@@ -17,6 +17,8 @@ struct supervisor_config {
 	unsigned int pool_size;		/* idle workers kept ready */
 	unsigned int max_sessions;
 	unsigned int socket_mode;	/* permissions of the socket file */
+	const char *control_path;	/* vgpuctl's socket (include/vgpu/ctl.h) */
+	unsigned int control_mode;	/* its permissions: who may ask */
 	struct worker_config worker;
 };
 

@@ -495,6 +495,10 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 	else
 		vlog_info("session %llu: serving pid %u (%s) on the %s backend over memfd",
 			  (unsigned long long)session_id, h.pid, h.comm, w->B.name);
+	if (w->stats) {
+		memcpy(w->stats->comm, h.comm, sizeof(w->stats->comm) - 1);
+		strcpy(w->stats->carrier, h.carrier == VGPU_CARRIER_KMOD ? "kmod" : "memfd");
+	}
 	while (!read_once(&w->dead)) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
@@ -507,6 +511,10 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 		}
 		worker_sq_release(&w->ring);
 		batch = 0;
+		if (!spin_start && w->stats) {	/* once per burst of entries */
+			write_once(&w->stats->device_bytes, w->vmem.in_use);
+			write_once(&w->stats->pool_bytes, w->pool.in_use);
+		}
 		if (!spin_start)
 			spin_start = vgpu_now_ns();
 		if (vgpu_now_ns() - spin_start < SPIN_NS) {

@@ -15,6 +15,7 @@
 #include "hostpool.h"
 #include "objects.h"
 #include "ring.h"
+#include "stats.h"
 #include "vmem.h"
 
 struct worker_config {
@@ -72,6 +73,7 @@ struct worker {
 	int print_pipe;			/* read end: what the driver prints */
 	int print_out;			/* where it goes: the client's stdout */
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
+	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 };

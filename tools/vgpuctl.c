@@ -14,8 +14,9 @@
 #include "nl.h"
 
 static const struct vgpuctl_cmd cmds[] = {
-	{ "sessions", vgpuctl_sessions, "[--json] [SESSION]",
-	  "list sessions of /dev/vgpu (all of them with CAP_NET_ADMIN)" },
+	{ "sessions", vgpuctl_sessions,
+	  "[--json] [--module] [--control PATH | --socket PATH] [SESSION]",
+	  "list vgpud's sessions (--module: those of /dev/vgpu)" },
 	{ "stats", vgpuctl_stats, "[--json]",
 	  "show the module's counters" },
 	{ "events", vgpuctl_events, "[--json] [--count N]",

@@ -58,4 +58,12 @@ const char *vgpuctl_size(uint64_t bytes, char *buf, size_t len);
 /* A decimal session id; 0 on success, -1 if @s is not one. */
 int vgpuctl_parse_id(const char *s, uint64_t *id);
 
+/* vgpuctl_daemon.c: vgpud's control socket. */
+/* --control, else beside --socket, VGPU_SOCKET or the default socket. */
+const char *vgpuctl_control_path(const char *control, const char *socket, char *buf, size_t len);
+/* 0 listed, 1 failed (said why), -errno: nobody to ask at path. */
+int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json);
+/* Says why path could not be asked. */
+void vgpuctl_control_error(const char *path, int err);
+
 #endif

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * vgpuctl sessions [--json] [SESSION]: the sessions of /dev/vgpu, from the
- * GET_SESSION dump (or one GET_SESSION). Without CAP_NET_ADMIN the kernel
- * shows only the caller's own sessions.
+ * vgpuctl sessions [--json] [--module] [--control PATH] [--socket PATH]
+ * [SESSION]: the daemon's sessions, asked over its control socket
+ * (vgpuctl_daemon.c); with --module, or when no vgpud answers but the
+ * module is loaded, the sessions of /dev/vgpu from the module's GET_SESSION
+ * dump (or one GET_SESSION). Without CAP_NET_ADMIN the kernel shows only
+ * the caller's own sessions.
  */
 #include "vgpuctl.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nl.h"
 #include "uapi/vgpu.h"
@@ -107,21 +111,12 @@ static int show_one(struct vgpu_nl *nl, const char *arg, int json)
 	return VGPUCTL_OK;
 }
 
-int vgpuctl_sessions(int argc, char **argv)
+static int module_sessions(const char *id, int json)
 {
-	struct list l = { 0, 0 };
-	const char *id = NULL;
+	struct list l = { json, 0 };
 	struct vgpu_nl nl;
-	int i, ret;
+	int ret;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			l.json = 1;
-		else if (!id && argv[i][0] != '-')
-			id = argv[i];
-		else
-			return vgpuctl_usage(argv[0]);
-	}
 	if (vgpuctl_nl_open(&nl))
 		return VGPUCTL_FAIL;
 	if (id) {
@@ -142,4 +137,48 @@ int vgpuctl_sessions(int argc, char **argv)
 		return VGPUCTL_FAIL;
 	}
 	return VGPUCTL_OK;
+}
+
+int vgpuctl_sessions(int argc, char **argv)
+{
+	const char *id = NULL, *control = NULL, *socket = NULL, *path;
+	int json = 0, module = 0, ret;
+	uint64_t sid = 0;
+	struct stat st;
+	char buf[108];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--module"))
+			module = 1;
+		else if (!strcmp(argv[i], "--control") && i + 1 < argc)
+			control = argv[++i];
+		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			socket = argv[++i];
+		else if (!id && argv[i][0] != '-')
+			id = argv[i];
+		else
+			return vgpuctl_usage(argv[0]);
+	}
+	if (module)
+		return module_sessions(id, json);
+	if (id && vgpuctl_parse_id(id, &sid)) {
+		fprintf(stderr, "vgpuctl: '%s' is not a session id\n", id);
+		return VGPUCTL_USAGE;
+	}
+	path = vgpuctl_control_path(control, socket, buf, sizeof(buf));
+	if (!path) {
+		fprintf(stderr, "vgpuctl: socket path too long\n");
+		return VGPUCTL_USAGE;
+	}
+	ret = vgpuctl_daemon_sessions(path, sid, json);
+	if (ret >= 0)
+		return ret ? VGPUCTL_FAIL : VGPUCTL_OK;
+	if ((ret == -ENOENT || ret == -ECONNREFUSED) && !control && !stat("/sys/module/vgpu", &st)) {
+		fprintf(stderr, "vgpuctl: no vgpud answers at %s: the module's sessions\n", path);
+		return module_sessions(id, json);
+	}
+	vgpuctl_control_error(path, ret);
+	return VGPUCTL_FAIL;
 }

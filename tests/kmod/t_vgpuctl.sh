@@ -69,7 +69,7 @@ wait_for $t/hold.out SESSION
 id=$(awk '/^SESSION/ { print $2; exit }' $t/hold.out)
 
 # --- sessions ---------------------------------------------------------------
-ctl 0 sessions
+ctl 0 sessions --module
 cat $t/out
 has $t/out "SUBMITTED"
 # ID PID UID COMM STATE SQ CQ ARENA PINNED SUBMITTED COMPLETED
@@ -77,18 +77,22 @@ awk -v id="$id" '$1 == id && $3 == 0 && $4 == "h_vgpuctl" && $5 == "ready" &&
 	$6 == 64 && $7 == 128 && $8 == "1M" && $9 == "12K" && $10 == 3 &&
 	$11 == 2 { ok = 1 } END { exit !ok }' $t/out || fail "sessions: no row for session $id"
 
-ctl 0 sessions --json
+# No vgpud answers at this socket: a plain `sessions` falls back to the module's.
+ctl 0 sessions --socket $t/none.sock
+has $t/err "no vgpud answers at $t/none.ctl"
+grep -q "^$id " $t/out || fail "sessions without a vgpud: no module row for $id"
+ctl 0 sessions --module --json
 cat $t/out
 has $t/out "\"id\": $id, "
 has $t/out "\"comm\": \"h_vgpuctl\", \"state\": \"ready\""
 has $t/out "\"sq_entries\": 64, \"cq_entries\": 128, \"arena_bytes\": 1048576, \"pinned_bytes\": 12288, \"regions\": 1, \"submitted\": 3, \"completed\": 2}"
 head -c 1 $t/out | grep -q '\[' || fail "sessions --json is not an array"
 
-ctl 0 sessions "$id"
+ctl 0 sessions --module "$id"
 grep -q "^$id " $t/out || fail "sessions $id: no row"
-ctl 0 sessions --json "$id"
+ctl 0 sessions --module --json "$id"
 has $t/out "\"id\": $id, "
-ctl 1 sessions 999999
+ctl 1 sessions --module 999999
 has $t/err "no session 999999"
 
 # --- stats ------------------------------------------------------------------
@@ -124,7 +128,7 @@ done
 id2=$(awk '/^SESSION/ { v = $2 } END { print v }' $t/hold.out)
 [ "$id2" != "$id" ] || fail "no second session"
 ctl 0 kill "$id2"
-ctl 0 sessions "$id2"
+ctl 0 sessions --module "$id2"
 awk -v id="$id2" '$1 == id && $5 == "dead" { ok = 1 } END { exit !ok }' $t/out ||
 	fail "session $id2 not dead after kill: $(cat $t/out)"
 ctl 1 kill 999999
@@ -154,5 +158,5 @@ echo close >&3
 wait_for $t/hold.out "CLOSED $id2"
 exec 3>&-
 wait $hold || fail "h_vgpuctl serve exited $?"
-ctl 0 sessions
+ctl 0 sessions --module
 echo "t_vgpuctl: ok"

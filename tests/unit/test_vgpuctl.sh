@@ -66,14 +66,27 @@ if [ -e /sys/module/vgpu ]; then
 else
 	last="version"; run 0 version
 	grep -q '^module: *not loaded' "$tmp/out" || bad "version does not say the module is not loaded"
-	for cmd in sessions "sessions --json" stats "stats --json" events "kill 1"; do
+	for cmd in "sessions --module" "sessions --module --json" stats "stats --json" events \
+		"kill 1"; do
 		last=$cmd
 		# shellcheck disable=SC2086
 		run 1 $cmd
 		has err "vgpu kernel module not loaded (modprobe vgpu)"
 		[ -s "$tmp/out" ] && bad "vgpuctl $cmd wrote to stdout: $(cat "$tmp/out")"
 	done
+	# sessions asks the daemon: none listens at this socket, and no module
+	# to fall back on
+	for cmd in sessions "sessions --json"; do
+		last="$cmd --socket $tmp/none.sock"
+		# shellcheck disable=SC2086
+		run 1 $cmd --socket "$tmp/none.sock"
+		has err "vgpud is not running (no control socket at $tmp/none.ctl)"
+		[ -s "$tmp/out" ] && bad "vgpuctl $last wrote to stdout: $(cat "$tmp/out")"
+	done
 fi
+last="sessions --socket"; run 2 sessions --socket
+last="sessions 12x"; run 2 sessions 12x --socket "$tmp/none.sock"
+has err "'12x' is not a session id"
 
 # --- cdi ------------------------------------------------------------------
 # check_cdi LIB SOCKET: the spec in $tmp/out, parsed.

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What each worker tells the supervisor about its session without a
+ * message: one slot per worker in memory the supervisor maps shared before
+ * it forks them. The worker writes, the supervisor reads when vgpuctl
+ * asks; plain relaxed loads and stores, a figure may be a moment old.
+ */
+#ifndef VGPU_STATS_H
+#define VGPU_STATS_H
+
+#include <stdint.h>
+
+struct worker_stats {
+	uint64_t device_bytes;		/* device memory the client holds */
+	uint64_t pool_bytes;		/* pinned host memory it holds */
+	char comm[16];			/* the client's command, from its hello */
+	char carrier[8];		/* "memfd" or "kmod" */
+	uint64_t pad[3];		/* one cache line per slot */
+};
+
+_Static_assert(sizeof(struct worker_stats) == 64, "one cache line per worker");
+
+#endif

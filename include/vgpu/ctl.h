@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vgpud's control socket: what vgpuctl asks the daemon (as opposed to the
+ * kernel module, which it asks over generic netlink).
+ *
+ * The socket is a SOCK_SEQPACKET Unix socket, by default
+ * /run/vgpu/vgpud.ctl, mode 0600: its permissions decide who may ask. One
+ * connection carries one request:
+ *
+ *   client -> daemon   struct vgpu_ctl_req (exactly its size)
+ *   daemon -> client   struct vgpu_ctl_reply, then reply.count records in
+ *                      messages of at most VGPU_CTL_RECORDS_PER_MSG each
+ *
+ * The daemon checks the magic, the version, the operation, that flags and
+ * every reserved byte are zero; a bad request gets a reply with a negative
+ * errno in status and a message saying what was wrong, and no records.
+ * Numbers are in host byte order (the socket is local).
+ */
+#ifndef VGPU_CTL_H
+#define VGPU_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
+#define VGPU_CTL_VERSION	1u
+#define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
+#define VGPU_CTL_RECORDS_PER_MSG 64u
+
+enum vgpu_ctl_op {
+	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
+};
+
+struct vgpu_ctl_req {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t op;		/* enum vgpu_ctl_op */
+	uint32_t flags;		/* none defined: 0 */
+	uint64_t session;	/* 0: all (SESSIONS) */
+	uint8_t reserved[40];
+};
+
+struct vgpu_ctl_reply {
+	uint32_t magic;
+	uint32_t version;
+	int32_t status;		/* 0, or a negative errno */
+	uint32_t count;		/* records that follow */
+	char message[112];	/* NUL-terminated; why status is not 0 */
+};
+
+enum vgpu_ctl_session_state {
+	VGPU_CTL_STATE_SERVING = 1,	/* a worker runs the client's calls */
+	VGPU_CTL_STATE_ENDING = 2,	/* the client is gone, the worker exits */
+};
+
+struct vgpu_ctl_session {
+	uint64_t id;
+	uint32_t pid;		/* the client, as SO_PEERCRED saw it */
+	uint32_t uid;
+	uint32_t state;		/* enum vgpu_ctl_session_state */
+	uint32_t worker_pid;
+	uint64_t device_bytes;	/* device memory the client holds */
+	uint64_t pool_bytes;	/* pinned host memory the client holds */
+	char comm[16];		/* the client's command name */
+	char carrier[8];	/* "memfd" or "kmod" */
+};
+
+/*
+ * The control socket beside a daemon socket: PATH.sock -> PATH.ctl, any
+ * other name gets ".ctl" appended. NULL when it does not fit @len bytes.
+ */
+static inline const char *vgpu_ctl_path_for(const char *sock, char *buf, size_t len)
+{
+	size_t n = strlen(sock);
+
+	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
+		n -= 5;
+	if (n + sizeof(".ctl") > len)
+		return NULL;
+	memcpy(buf, sock, n);
+	memcpy(buf + n, ".ctl", sizeof(".ctl"));
+	return buf;
+}
+
+_Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
+_Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
+_Static_assert(sizeof(struct vgpu_ctl_session) == 64, "session record layout");
+
+#endif

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Sends hand-made requests to vgpud's control socket (include/vgpu/ctl.h)
+and checks each refusal: status and message. Prints one line per check;
+exit 0 when all hold, 1 otherwise.
+
+    ctl_probe.py CONTROL_SOCKET
+"""
+import errno
+import socket
+import struct
+import sys
+
+MAGIC, VERSION, SESSIONS = 0x4C544356, 1, 1
+
+
+def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, reserved=bytes(40)):
+    return struct.pack("<IIIIQ", magic, version, op, flags, session) + reserved
+
+
+def ask(path, payload):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    s.connect(path)
+    s.send(payload)
+    r = s.recv(4096)
+    s.close()
+    if len(r) != 128:
+        return None, None, "reply of %d bytes" % len(r)
+    magic, _, status, count = struct.unpack("<IIiI", r[:16])
+    return status, count, r[16:].split(b"\0")[0].decode()
+
+
+def main():
+    path = sys.argv[1]
+    cases = [
+        ("short request", req()[:40], -errno.EINVAL, "exactly 64 bytes"),
+        ("long request", req() + b"x", -errno.EINVAL, "exactly 64 bytes"),
+        ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
+        ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
+        ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),
+        ("reserved byte", req(reserved=bytes(39) + b"\1"), -errno.EINVAL, "reserved"),
+        ("unknown operation", req(op=99), -errno.EOPNOTSUPP, "unknown operation"),
+        ("no such session", req(session=987654321), -errno.ENOENT, "no session 987654321"),
+    ]
+    bad = 0
+    for name, payload, want, text in cases:
+        status, count, msg = ask(path, payload)
+        ok = status == want and count == 0 and text in msg
+        bad += not ok
+        print("%s %s: status %s, %r" % ("ok  " if ok else "FAIL", name, status, msg))
+    status, count, msg = ask(path, req())
+    ok = status == 0
+    bad += not ok
+    print("%s a good request after all that: status %s, %s sessions" % ("ok  " if ok else "FAIL", status, count))
+    return 1 if bad else 0
+
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Asking vgpud over its control socket (include/vgpu/ctl.h), and
+ * `vgpuctl sessions` from the daemon's side: the sessions it serves, with
+ * or without the kernel module.
+ */
+#include "vgpuctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vgpu/ctl.h"
+
+#define DEFAULT_SOCKET "/run/vgpu/vgpud.sock"
+#define VGPUCTL_REFUSED (-100000)	/* not an errno: the daemon said no */
+
+const char *vgpuctl_control_path(const char *control, const char *socket, char *buf, size_t len)
+{
+	if (control)
+		return control;
+	if (!socket)
+		socket = getenv("VGPU_SOCKET");
+	if (!socket || !*socket)
+		socket = DEFAULT_SOCKET;
+	return vgpu_ctl_path_for(socket, buf, len);
+}
+
+/* A connected control socket, or -errno. */
+static int ctl_connect(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+void vgpuctl_control_error(const char *path, int err)
+{
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		fprintf(stderr, "vgpuctl: vgpud is not running (no control socket at %s)\n", path);
+	else if (err == -EACCES || err == -EPERM)
+		fprintf(stderr, "vgpuctl: %s: permission denied (the control socket decides who "
+			"may ask: run as root, or start vgpud with --control-mode)\n", path);
+	else
+		fprintf(stderr, "vgpuctl: %s: %s\n", path, strerror(-err));
+}
+
+/*
+ * Sends one request; on success returns the connected socket with the
+ * reply header read into *rep (records follow). No daemon to ask: -errno.
+ * The daemon refused or made no sense: VGPUCTL_REFUSED, said on stderr.
+ */
+static int ctl_request(const char *path, const struct vgpu_ctl_req *q, struct vgpu_ctl_reply *rep)
+{
+	int fd = ctl_connect(path);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	if (send(fd, q, sizeof(*q), MSG_NOSIGNAL) != sizeof(*q)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	n = recv(fd, rep, sizeof(*rep), 0);
+	if (n != sizeof(*rep) || rep->magic != VGPU_CTL_MAGIC) {
+		close(fd);
+		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
+		return VGPUCTL_REFUSED;
+	}
+	if (rep->status) {
+		rep->message[sizeof(rep->message) - 1] = 0;
+		fprintf(stderr, "vgpuctl: vgpud: %s\n", rep->message);
+		close(fd);
+		return VGPUCTL_REFUSED;
+	}
+	return fd;
+}
+
+static const char *state_name(uint32_t s)
+{
+	switch (s) {
+	case VGPU_CTL_STATE_SERVING: return "serving";
+	case VGPU_CTL_STATE_ENDING: return "ending";
+	default: return "unknown";
+	}
+}
+
+/* n: the record's place in a list (JSON: an array), -1 for one alone. */
+static void print_session(const struct vgpu_ctl_session *s, int json, int n)
+{
+	char dev[16], pool[16];
+
+	if (json) {
+		printf("%s{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"command\": ",
+		       n < 0 ? "" : n ? ",\n  " : "\n  ", s->id, s->pid, s->uid);
+		vgpuctl_json_str(stdout, s->comm);
+		printf(", \"state\": \"%s\", \"carrier\": ", state_name(s->state));
+		vgpuctl_json_str(stdout, s->carrier);
+		printf(", \"device_bytes\": %" PRIu64 ", \"pool_bytes\": %" PRIu64
+		       ", \"worker_pid\": %u}", s->device_bytes, s->pool_bytes, s->worker_pid);
+		return;
+	}
+	if (n <= 0)
+		printf("%-8s %-8s %-6s %-16s %-8s %-7s %9s %9s %-8s\n", "ID", "PID", "UID",
+		       "COMMAND", "STATE", "CARRIER", "DEV-MEM", "POOL", "WORKER");
+	printf("%-8" PRIu64 " %-8u %-6u %-16s %-8s %-7s %9s %9s %-8u\n", s->id, s->pid, s->uid,
+	       s->comm, state_name(s->state), s->carrier,
+	       vgpuctl_size(s->device_bytes, dev, sizeof(dev)),
+	       vgpuctl_size(s->pool_bytes, pool, sizeof(pool)), s->worker_pid);
+}
+
+int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
+{
+	struct vgpu_ctl_req q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+				  .op = VGPU_CTL_SESSIONS, .session = id };
+	struct vgpu_ctl_session s[VGPU_CTL_RECORDS_PER_MSG];
+	struct vgpu_ctl_reply rep;
+	uint32_t got = 0;
+	int fd = ctl_request(path, &q, &rep);
+
+	if (fd < 0 || fd == VGPUCTL_REFUSED)
+		return fd == VGPUCTL_REFUSED ? 1 : fd;
+	if (json && !id)
+		printf("[");
+	while (got < rep.count) {
+		ssize_t n = recv(fd, s, sizeof(s), 0);
+
+		if (n <= 0 || n % sizeof(s[0])) {
+			close(fd);
+			fprintf(stderr, "\nvgpuctl: %s: the session list was cut short\n", path);
+			return 1;
+		}
+		for (size_t k = 0; k < n / sizeof(s[0]) && got < rep.count; k++, got++) {
+			s[k].comm[sizeof(s[k].comm) - 1] = 0;
+			s[k].carrier[sizeof(s[k].carrier) - 1] = 0;
+			print_session(&s[k], json, id ? -1 : (int)got);
+		}
+	}
+	close(fd);
+	if (json)
+		printf(id ? "\n" : "%s]\n", got ? "\n" : "");
+	else if (!got)
+		printf("no sessions\n");
+	return 0;
+}
