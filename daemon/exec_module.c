@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "retained.h"
 #include "worker.h"
 
 #define MAX_IMAGE (4ull << 30)	/* larger than any fatbin NVIDIA ships */
@@ -12,6 +13,7 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
 	uint64_t size = s->arg[1];
+	struct retained_image *kept;
 	CUmodule mod;
 	CUresult rc = CUDA_SUCCESS;
 	uint8_t *img;
@@ -36,8 +38,17 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = w->B.cuModuleLoadData(&mod, img);
+	/* The image stays with the module: a checkpoint writes it. */
+	kept = rc ? NULL : malloc(sizeof(*kept) + size);
+	if (kept) {
+		kept->len = size;
+		memcpy(kept->bytes, img, size);
+	} else if (!rc) {
+		w->B.cuModuleUnload(mod);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	free(img);
-	if (!rc && obj_insert(&w->modules, s->arg[0], mod, s->ctx, NULL)) {
+	if (!rc && obj_insert(&w->modules, s->arg[0], mod, s->ctx, kept)) {
 		w->B.cuModuleUnload(mod);
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}
@@ -153,6 +164,7 @@ static enum op_status op_get_function(struct worker *w, struct op_call *call)
 	struct obj_entry *m = obj_get(&w->modules, s->arg[0]);
 	const char *name = payload_name(call);
 	struct vgpu_func_info *fi = (struct vgpu_func_info *)call->reply;
+	char *kept = NULL;
 	CUfunction f;
 	CUresult rc;
 
@@ -163,7 +175,10 @@ static enum op_status op_get_function(struct worker *w, struct op_call *call)
 	rc = w->B.cuModuleGetFunction(&f, m->obj, name);
 	if (!rc)
 		rc = describe(w, f, fi, w->ring.reply_slot_size);
-	if (!rc && obj_insert(&w->funcs, s->arg[1], f, s->arg[0], NULL))
+	if (!rc && !(kept = strdup(name)))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	/* The name stays with the function: a checkpoint writes it. */
+	if (!rc && obj_insert(&w->funcs, s->arg[1], f, s->arg[0], kept))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	call->cqe->result = rc;
 	call->cqe->val[2] = rc ? 0 : sizeof(*fi) + fi->param_count * sizeof(fi->param[0]);

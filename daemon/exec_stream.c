@@ -8,11 +8,13 @@
 #include "barrier.h"
 #include "futex.h"
 #include "log.h"
+#include "retained.h"
 #include "worker.h"
 
 static enum op_status op_stream_create(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
+	struct retained_stream *info;
 	CUstream st;
 	CUresult rc;
 
@@ -20,8 +22,16 @@ static enum op_status op_stream_create(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 		return OP_DONE;
 	}
+	info = malloc(sizeof(*info));
+	if (!info) {
+		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
+		return OP_DONE;
+	}
+	*info = (struct retained_stream){ (uint32_t)s->arg[1], (int32_t)s->arg[2] };
 	rc = w->B.cuStreamCreateWithPriority(&st, (unsigned int)s->arg[1], (int)(int64_t)s->arg[2]);
-	if (!rc && obj_insert(&w->streams, s->arg[0], st, s->ctx, NULL)) {
+	if (rc)
+		free(info);
+	if (!rc && obj_insert(&w->streams, s->arg[0], st, s->ctx, info)) {
 		w->B.cuStreamDestroy_v2(st);
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}

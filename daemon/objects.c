@@ -13,6 +13,9 @@ void obj_table_init(struct obj_table *t, const char *kind)
 
 void obj_table_free(struct obj_table *t)
 {
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->e[i].live)
+			free(t->e[i].data);
 	free(t->e);
 	t->e = NULL;
 	t->cap = 0;
@@ -36,17 +39,18 @@ static int grow(struct obj_table *t, uint32_t id)
 
 int obj_insert(struct obj_table *t, uint32_t id, void *obj, uint64_t aux, void *data)
 {
-	int ret;
+	int ret = 0;
 
 	if (!id || id >= OBJ_MAX_ID)
-		return -EINVAL;
-	if (id >= t->cap) {
+		ret = -EINVAL;
+	else if (id >= t->cap)
 		ret = grow(t, id);
-		if (ret)
-			return ret;
+	if (!ret && t->e[id].live)
+		ret = -EEXIST;
+	if (ret) {
+		free(data);
+		return ret;
 	}
-	if (t->e[id].live)
-		return -EEXIST;
 	t->e[id] = (struct obj_entry){ .obj = obj, .aux = aux, .data = data, .live = 1 };
 	return 0;
 }
@@ -60,6 +64,8 @@ struct obj_entry *obj_get(struct obj_table *t, uint32_t id)
 
 void obj_remove(struct obj_table *t, uint32_t id)
 {
-	if (id && id < t->cap)
+	if (id && id < t->cap) {
+		free(t->e[id].data);
 		memset(&t->e[id], 0, sizeof(t->e[id]));
+	}
 }

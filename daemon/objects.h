@@ -14,7 +14,7 @@
 struct obj_entry {
 	void *obj;		/* the real handle (CUstream, CUevent, ...) */
 	uint64_t aux;		/* per-kind extra (owner ctx, flags, ...) */
-	void *data;		/* per-kind heap data, freed by the owner */
+	void *data;		/* per-kind heap data (malloc), freed with the entry */
 	uint8_t live;
 };
 
@@ -26,7 +26,8 @@ struct obj_table {
 
 void obj_table_init(struct obj_table *t, const char *kind);
 void obj_table_free(struct obj_table *t);
-/* -EEXIST if live, -EINVAL if id is 0 or too large, -ENOMEM. */
+/* -EEXIST if live, -EINVAL if id is 0 or too large, -ENOMEM. The table
+ * owns data from then on, also on failure (it is freed). */
 int obj_insert(struct obj_table *t, uint32_t id, void *obj, uint64_t aux, void *data);
 /* NULL when id is not live. */
 struct obj_entry *obj_get(struct obj_table *t, uint32_t id);
