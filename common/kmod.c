@@ -46,6 +46,7 @@ static int map_session(struct vgpu_kmod *k, const struct vgpu_setup *g,
 	    !ring_ok(&g->cq, cqe_size, g->rings_size))
 		return -EPROTO;
 	k->session_id = g->session_id;
+	k->features = g->features;
 	k->sq_entries = g->sq.ring_entries;
 	k->cq_entries = g->cq.ring_entries;
 	k->status_size = g->status_size;
@@ -154,6 +155,67 @@ int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int timeout_ms)
 	    (sock >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP))))
 		return -EPIPE;
 	return !!(p[0].revents & POLLIN);
+}
+
+/* ---- pinned regions ------------------------------------------------------ */
+
+bool vgpu_kmod_pin_notify(const struct vgpu_kmod *k)
+{
+	return k->fd >= 0 && (k->features & VGPU_FEAT_PIN_NOTIFY) && (k->features & VGPU_FEAT_PIN);
+}
+
+static void region_out(const struct vgpu_region *r, struct vgpu_kmod_region *out)
+{
+	*out = (struct vgpu_kmod_region){
+		.handle = r->handle, .addr = r->addr, .len = r->len, .map_len = r->map_len,
+		.page_offset = r->page_offset, .readonly = r->flags & VGPU_REGION_READONLY,
+		.stale = r->flags & VGPU_REGION_STALE,
+	};
+}
+
+int vgpu_kmod_register(const struct vgpu_kmod *k, uint64_t addr, uint64_t len, bool readonly,
+		       struct vgpu_kmod_region *out)
+{
+	struct vgpu_region r = {
+		.addr = addr, .len = len, .flags = readonly ? VGPU_REGION_READONLY : 0,
+	};
+
+	if (ioctl(k->fd, VGPU_IOC_REGISTER, &r))
+		return -errno;
+	region_out(&r, out);
+	return 0;
+}
+
+int vgpu_kmod_unregister(const struct vgpu_kmod *k, uint64_t handle)
+{
+	return ioctl(k->fd, VGPU_IOC_UNREGISTER, &handle) ? -errno : 0;
+}
+
+int vgpu_kmod_region_check(const struct vgpu_kmod *k, uint64_t handle)
+{
+	return ioctl(k->fd, VGPU_IOC_REGION_CHECK, &handle) ? -errno : 0;
+}
+
+int vgpu_kmod_region_info(const struct vgpu_kmod *k, uint64_t handle,
+			  struct vgpu_kmod_region *out)
+{
+	struct vgpu_region r = { .handle = handle };
+
+	if (ioctl(k->fd, VGPU_IOC_REGION_INFO, &r))
+		return -errno;
+	/* The module's answer, checked anyway: the worker computes with it. */
+	if (r.handle != handle || !r.map_len || r.map_len % (uint64_t)getpagesize() ||
+	    r.page_offset >= (uint32_t)getpagesize() || r.len > r.map_len - r.page_offset)
+		return -EPROTO;
+	region_out(&r, out);
+	return 0;
+}
+
+void *vgpu_kmod_region_map(const struct vgpu_kmod *k, const struct vgpu_kmod_region *r)
+{
+	int prot = PROT_READ | (r->readonly ? 0 : PROT_WRITE);
+
+	return map_part(k->fd, r->handle, r->map_len, prot);
 }
 
 /* ---- server ------------------------------------------------------------- */

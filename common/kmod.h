@@ -18,6 +18,7 @@
 struct vgpu_kmod {
 	int fd;				/* client fd or worker fd; -1: none */
 	uint64_t session_id;
+	uint64_t features;		/* the module's VGPU_FEAT_* */
 	uint32_t sq_entries, cq_entries;
 	void *status, *rings, *arena;
 	size_t status_size, rings_size, arena_size;
@@ -46,6 +47,34 @@ int vgpu_kmod_wait(const struct vgpu_kmod *k, int timeout_ms);
 /* Worker: as vgpu_kmod_wait, also watching @sock for a hang-up:
  * 1 entries, 0 timed out, -EPIPE dead or hung up. */
 int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int timeout_ms);
+
+/* ---- pinned regions ---------------------------------------------------- */
+
+/* The module marks regions stale when the client's mapping changes
+ * (VGPU_FEAT_PIN_NOTIFY): registrations may be cached and reused. */
+bool vgpu_kmod_pin_notify(const struct vgpu_kmod *k);
+
+struct vgpu_kmod_region {
+	uint64_t handle;		/* also the worker's mmap offset */
+	uint64_t addr, len;		/* the client's range */
+	uint64_t map_len;		/* covering pages */
+	uint32_t page_offset;		/* addr within its first page */
+	bool readonly, stale;
+};
+
+/* Client: pin [addr, addr + len) (read-only for uploads only): 0 with *out
+ * filled, or -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC (module limit), -EFAULT
+ * (not all mapped, or read-only and !readonly), ... */
+int vgpu_kmod_register(const struct vgpu_kmod *k, uint64_t addr, uint64_t len, bool readonly,
+		       struct vgpu_kmod_region *out);
+int vgpu_kmod_unregister(const struct vgpu_kmod *k, uint64_t handle);
+/* Client or worker: 0 live, -ESTALE stale, -ENOENT unknown. */
+int vgpu_kmod_region_check(const struct vgpu_kmod *k, uint64_t handle);
+/* Worker: what the handle is now; -ENOENT unknown. */
+int vgpu_kmod_region_info(const struct vgpu_kmod *k, uint64_t handle,
+			  struct vgpu_kmod_region *out);
+/* Worker: maps the whole region (map_len bytes); NULL with errno set. */
+void *vgpu_kmod_region_map(const struct vgpu_kmod *k, const struct vgpu_kmod_region *r);
 
 /* ---- server (vgpud's supervisor) --------------------------------------- */
 

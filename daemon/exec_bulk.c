@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "barrier.h"
+#include "exec_pinned.h"
 #include "futex.h"
 #include "log.h"
 #include "worker.h"
@@ -227,5 +228,9 @@ static enum op_status op_dtoh_staged(struct worker *w, struct op_call *call)
 const struct op_desc exec_bulk_ops[] = {
 	OP(MEMCPY_HTOD_STAGED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_htod_staged),
 	OP(MEMCPY_DTOH_STAGED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_dtoh_staged),
+	/* the same copies without staging, over /dev/vgpu (exec_pinned.c) */
+	OP(MEMCPY_HTOD_PINNED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, exec_pinned_htod),
+	OP(MEMCPY_DTOH_PINNED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, exec_pinned_dtoh),
+	OP(PIN_FORGET, 0, exec_pin_forget),
 	{ 0 },
 };

@@ -54,6 +54,7 @@ static bool known_cmd(unsigned int cmd)
 	case VGPU_IOC_REGISTER:
 	case VGPU_IOC_UNREGISTER:
 	case VGPU_IOC_REGION_INFO:
+	case VGPU_IOC_REGION_CHECK:
 	case VGPU_IOC_ATTACH:
 	case VGPU_IOC_KILL:
 		return true;
@@ -77,6 +78,8 @@ static long client_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		return vgpu_pin_register(vf->s, argp);
 	case VGPU_IOC_UNREGISTER:
 		return vgpu_pin_unregister(vf->s, argp);
+	case VGPU_IOC_REGION_CHECK:
+		return vgpu_pin_check(vf->s, argp);
 	}
 	return known_cmd(cmd) ? -EBADFD : -ENOTTY;
 }
@@ -95,6 +98,8 @@ static long worker_ioctl(struct vgpu_file *vf, unsigned int cmd,
 		return vgpu_wait(vf, argp);
 	case VGPU_IOC_REGION_INFO:
 		return vgpu_pin_info(vf->s, argp);
+	case VGPU_IOC_REGION_CHECK:
+		return vgpu_pin_check(vf->s, argp);
 	}
 	return known_cmd(cmd) ? -EBADFD : -ENOTTY;
 }

@@ -5,9 +5,15 @@
  *
  * A region leaves in one order everywhere: it becomes unreachable under
  * session->lock (erased, or the session dead), then every worker PTE is
- * zapped, then the pages are unpinned. The fault handler inserts PTEs only
- * under session->lock after finding the region live, so no PTE outlives the
- * pin.
+ * zapped, then its notifier is removed, then the pages are unpinned. The
+ * fault handler inserts PTEs only under session->lock after finding the
+ * region live, so no PTE outlives the pin.
+ *
+ * Each region has an interval notifier on the client's mm over its covering
+ * pages: an invalidation that can change which pages back the range marks
+ * the region stale (see "Stale regions" in uapi/vgpu.h). The pin is taken
+ * inside the notifier's read side (mmu_interval_read_begin/_retry), so a
+ * region is never born stale without knowing it.
  */
 #include <linux/capability.h>
 #include <linux/sched/mm.h>
@@ -20,6 +26,7 @@
 #define PGOFF_SHIFT	(VGPU_REGION_SHIFT - PAGE_SHIFT)
 #define PGOFF_MASK	((1UL << PGOFF_SHIFT) - 1)
 #define FAULT_AROUND	16	/* pages mapped per fault */
+#define PIN_TRIES	4	/* pins raced by an invalidation before -EAGAIN */
 
 static int charge(atomic64_t *counter, unsigned long n, u64 limit, int err)
 {
@@ -56,11 +63,12 @@ static void pin_uncharge(struct mm_struct *mm, unsigned long n)
 	atomic64_sub(n, &vgpu_stats.pinned_pages);
 }
 
-/* Undoes pin_user(). */
+/* Undoes pin_user(); no worker PTE of @p is left. May sleep. */
 static void pin_unpin(struct vgpu_pin *p)
 {
 	bool dirty = !(p->flags & VGPU_REGION_READONLY);
 
+	mmu_interval_notifier_remove(&p->notifier);
 	unpin_user_pages_dirty_lock(p->pages, p->npages, dirty);
 	pin_uncharge(p->mm, p->npages);
 	mmdrop(p->mm);
@@ -103,6 +111,72 @@ static int region_check(const struct vgpu_region *r)
 	return 0;
 }
 
+/* Which invalidations can put other pages behind the client's range. */
+static bool event_moves_pages(enum mmu_notifier_event event)
+{
+	switch (event) {
+	case MMU_NOTIFY_PROTECTION_VMA:
+	case MMU_NOTIFY_PROTECTION_PAGE:
+	case MMU_NOTIFY_SOFT_DIRTY:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* Runs under the invalidator's locks, possibly unable to sleep. */
+static bool pin_invalidate(struct mmu_interval_notifier *mni,
+			   const struct mmu_notifier_range *range,
+			   unsigned long cur_seq)
+{
+	struct vgpu_pin *p = container_of(mni, struct vgpu_pin, notifier);
+
+	spin_lock(&p->stale_lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	if (event_moves_pages(range->event))
+		WRITE_ONCE(p->stale, true);
+	spin_unlock(&p->stale_lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops pin_notifier_ops = {
+	.invalidate = pin_invalidate,
+};
+
+/*
+ * Pins @p's covering pages, starting at @first, inside the notifier's read
+ * side: when an invalidation raced the pin (breaking copy-on-write in the
+ * pin itself is one), the pages may not be the ones mapped now, so unpin
+ * and try again.
+ */
+static int pin_pages(struct vgpu_pin *p, unsigned long first,
+		     unsigned int gup)
+{
+	unsigned long seq;
+	bool raced;
+	long pinned;
+	int tries;
+
+	for (tries = 0; tries < PIN_TRIES; tries++) {
+		seq = mmu_interval_read_begin(&p->notifier);
+		pinned = pin_user_pages_fast(first, p->npages, gup, p->pages);
+		if (pinned != p->npages) {
+			if (pinned > 0)
+				unpin_user_pages(p->pages, pinned);
+			return pinned < 0 ? pinned : -EFAULT;
+		}
+		spin_lock(&p->stale_lock);
+		raced = mmu_interval_read_retry(&p->notifier, seq);
+		if (!raced)
+			p->stale = false;
+		spin_unlock(&p->stale_lock);
+		if (!raced)
+			return 0;
+		unpin_user_pages(p->pages, p->npages);
+	}
+	return -EAGAIN;
+}
+
 /* Pins the pages covering @r into a new, unpublished pin. */
 static struct vgpu_pin *pin_user(const struct vgpu_region *r)
 {
@@ -111,7 +185,6 @@ static struct vgpu_pin *pin_user(const struct vgpu_region *r)
 			       PAGE_SHIFT;
 	unsigned int gup = FOLL_LONGTERM;
 	struct vgpu_pin *p;
-	long pinned;
 	int ret;
 
 	if (npages << PAGE_SHIFT > VGPU_MAX_REGION_BYTES)
@@ -121,6 +194,7 @@ static struct vgpu_pin *pin_user(const struct vgpu_region *r)
 	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&p->stale_lock);
 	p->flags = r->flags;
 	p->addr = r->addr;
 	p->len = r->len;
@@ -133,18 +207,21 @@ static struct vgpu_pin *pin_user(const struct vgpu_region *r)
 	ret = pin_charge(current->mm, npages);
 	if (ret)
 		goto free_pages;
-	pinned = pin_user_pages_fast(first, npages, gup, p->pages);
-	if (pinned != npages) {
-		ret = pinned < 0 ? pinned : -EFAULT;
-		goto unpin;
-	}
+	ret = mmu_interval_notifier_insert(&p->notifier, current->mm, first,
+					   npages << PAGE_SHIFT,
+					   &pin_notifier_ops);
+	if (ret)
+		goto uncharge;
+	ret = pin_pages(p, first, gup);
+	if (ret)
+		goto remove_notifier;
 	p->mm = current->mm;
 	mmgrab(p->mm);
 	return p;
 
-unpin:
-	if (pinned > 0)
-		unpin_user_pages(p->pages, pinned);
+remove_notifier:
+	mmu_interval_notifier_remove(&p->notifier);
+uncharge:
 	pin_uncharge(current->mm, npages);
 free_pages:
 	kvfree(p->pages);
@@ -210,6 +287,8 @@ static void region_fill(struct vgpu_region *r, const struct vgpu_pin *p)
 	r->addr = p->addr;
 	r->len = p->len;
 	r->flags = p->flags;
+	if (READ_ONCE(p->stale))
+		r->flags |= VGPU_REGION_STALE;
 	r->page_offset = p->addr & ~PAGE_MASK;
 	r->handle = pin_pos(p->idx);
 	r->map_len = p->npages << PAGE_SHIFT;
@@ -285,19 +364,47 @@ long vgpu_pin_info(struct vgpu_session *s, void __user *argp)
 	return copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;
 }
 
-/* The session is dead (no region can be added): zap all, then unpin all. */
+long vgpu_pin_check(struct vgpu_session *s, void __user *argp)
+{
+	struct vgpu_pin *p;
+	u64 handle;
+	long ret;
+
+	if (get_user(handle, (u64 __user *)argp))
+		return -EFAULT;
+	if (READ_ONCE(s->dead))
+		return -ESHUTDOWN;
+	mutex_lock(&s->lock);
+	p = pin_find(s, handle);
+	ret = -ENOENT;
+	if (p)
+		ret = READ_ONCE(p->stale) ? -ESTALE : 0;
+	mutex_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * The session is dead (no region can be added): zap all, then unpin each
+ * outside session->lock, since removing a notifier waits for the client's
+ * invalidations in flight.
+ */
 void vgpu_pin_zap_all(struct vgpu_session *s)
 {
 	struct vgpu_pin *p;
 	unsigned long idx;
 
 	unmap_mapping_range(s->inode->i_mapping, pin_pos(1), 0, 1);
-	mutex_lock(&s->lock);
-	xa_for_each(&s->regions, idx, p) {
-		xa_erase(&s->regions, idx);
+	for (;;) {
+		idx = 0;
+		mutex_lock(&s->lock);
+		p = xa_find(&s->regions, &idx, ULONG_MAX, XA_PRESENT);
+		if (p)
+			xa_erase(&s->regions, idx);
+		mutex_unlock(&s->lock);
+		if (!p)
+			break;
 		pin_free(s, p);
 	}
-	mutex_unlock(&s->lock);
 }
 
 static vm_fault_t vgpu_pin_fault(struct vm_fault *vmf)

@@ -5,7 +5,8 @@
  * Lock order: vgpu_lock (registry, server slot) > session->lock >
  * server->lock (spinlock). mmap_lock is never taken under session->lock
  * (pinning runs unlocked), while the fault and mmap handlers take
- * session->lock under mmap_lock.
+ * session->lock under mmap_lock. pin->stale_lock (spinlock) is a leaf: a
+ * region's mmu notifier takes it inside the client's invalidations.
  */
 #ifndef _VGPU_H
 #define _VGPU_H
@@ -14,6 +15,7 @@
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
@@ -70,6 +72,10 @@ struct vgpu_pin {
 	unsigned long npages;
 	struct page **pages;
 	struct mm_struct *mm;		/* charged pinned_vm, mmgrab()bed */
+	/* Watches the client's mapping of the covering pages. */
+	struct mmu_interval_notifier notifier;
+	spinlock_t stale_lock;		/* the notifier's sequence, stale */
+	bool stale;			/* set by the notifier, never cleared */
 };
 
 struct vgpu_session {
@@ -161,9 +167,9 @@ void vgpu_status_set(struct vgpu_session *s, u32 flags);
 long vgpu_pin_register(struct vgpu_session *s, void __user *argp);
 long vgpu_pin_unregister(struct vgpu_session *s, void __user *argp);
 long vgpu_pin_info(struct vgpu_session *s, void __user *argp);
+long vgpu_pin_check(struct vgpu_session *s, void __user *argp);
 int vgpu_pin_mmap(struct vgpu_session *s, struct vm_area_struct *vma);
 void vgpu_pin_zap_all(struct vgpu_session *s);
-void vgpu_pin_release(struct vgpu_pin *p);
 
 /* fs.c */
 struct inode *vgpu_fs_inode_new(void);

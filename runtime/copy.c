@@ -6,6 +6,10 @@
  *   device or pinned pool at both ends  one entry, DMA on the worker
  *                                       (DTOD, HTOD_POOL, DTOH_POOL, 2D)
  *   pageable -> device, <= 64 KiB       MEMCPY_HTOD, the data in the payload
+ *   pageable <-> device, >= 256 KiB     MEMCPY_*_PINNED: over /dev/vgpu, the
+ *                                       buffer's pages pinned and mapped into
+ *                                       the worker (registrations cached,
+ *                                       pinreg.c)
  *   pageable -> device, larger          MEMCPY_HTOD_STAGED, staging chunks
  *   device -> pageable, <= reply slot   MEMCPY_DTOH, the answer in the slot
  *   device -> pageable, larger          MEMCPY_DTOH_STAGED, staging chunks
@@ -27,6 +31,7 @@
 #include "driver.h"
 #include "init.h"
 #include "log.h"
+#include "pinreg.h"
 #include "unsupported.h"
 
 #define SMALL_COPY	(64u << 10)	/* pageable uploads carried in the payload */
@@ -92,8 +97,31 @@ static bool dma_ok(enum vgpu_mem_kind k)
 
 /* ---- one-dimensional copies ---------------------------------------------- */
 
+/* Pageable memory <-> device through a pinned registration: false when the
+ * copy must be staged (*rc untouched), else true with the copy's result.
+ * Synchronous: the worker answers once the bytes have moved. */
+static bool copy_pinned(const struct xfer *x, uint64_t dev, uint8_t *host, uint64_t n, bool up,
+			CUresult *rc)
+{
+	struct vgpu_req r = { .sqe = { .ctx = x->ctx, .stream = x->stream } };
+	struct vgpu_pin_use u;
+
+	if (n < VGPU_PINREG_MIN || vgpu_pinreg_get(x->s, (uintptr_t)host, n, !up, &u))
+		return false;
+	r.sqe.opcode = up ? VGPU_OP_MEMCPY_HTOD_PINNED : VGPU_OP_MEMCPY_DTOH_PINNED;
+	r.sqe.arg[0] = up ? dev : u.handle;
+	r.sqe.arg[1] = up ? u.handle : u.offset;
+	r.sqe.arg[2] = up ? u.offset : dev;
+	r.sqe.arg[3] = n;
+	*rc = vgpu_call(&r);
+	vgpu_pinreg_put(&u);
+	return true;
+}
+
 static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, uint64_t n)
 {
+	CUresult rc;
+
 	if (n <= MIN(SMALL_COPY, vgpu_payload_max())) {
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_HTOD, .arg = { dst, n } },
@@ -103,14 +131,15 @@ static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, u
 
 		return issue(x, &r);
 	}
+	if (copy_pinned(x, dst, (uint8_t *)src, n, true, &rc))
+		return rc;
 	for (uint64_t done = 0; done < n;) {
 		uint64_t piece = MIN(n - done, BULK_PIECE);
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_HTOD_STAGED, .ctx = x->ctx,
 				 .stream = x->stream, .arg = { dst + done, piece } },
 		};
-		CUresult rc = vgpu_call_send(&r, src + done, piece);
-
+		rc = vgpu_call_send(&r, src + done, piece);
 		if (rc)
 			return rc;
 		done += piece;
@@ -121,6 +150,8 @@ static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, u
 /* Always synchronous: the data lands in the program's buffer. */
 static CUresult download(const struct xfer *x, uint8_t *dst, uint64_t src, uint64_t n)
 {
+	CUresult rc;
+
 	if (n <= x->s->ring.reply_slot_size) {
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_DTOH, .ctx = x->ctx,
@@ -128,20 +159,21 @@ static CUresult download(const struct xfer *x, uint8_t *dst, uint64_t src, uint6
 			.reply = dst,
 			.reply_cap = (uint32_t)n,
 		};
-		CUresult rc = vgpu_call(&r);
 
+		rc = vgpu_call(&r);
 		if (!rc && r.cqe.val[2] != n)
 			rc = CUDA_ERROR_UNKNOWN;
 		return rc;
 	}
+	if (copy_pinned(x, src, dst, n, false, &rc))
+		return rc;
 	for (uint64_t done = 0; done < n;) {
 		uint64_t piece = MIN(n - done, BULK_PIECE);
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_DTOH_STAGED, .ctx = x->ctx,
 				 .stream = x->stream, .arg = { src + done, piece } },
 		};
-		CUresult rc = vgpu_call_recv(&r, dst + done, piece);
-
+		rc = vgpu_call_recv(&r, dst + done, piece);
 		if (rc)
 			return rc;
 		done += piece;

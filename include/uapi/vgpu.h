@@ -57,6 +57,23 @@
  * mapping of the region, then unpin; a later access by the worker gets
  * SIGBUS.
  *
+ * Stale regions (VGPU_FEAT_PIN_NOTIFY). A region keeps the pages that backed
+ * its range at REGISTER time. When the client's mapping of any page of the
+ * range changes in a way that can put other pages behind it (munmap, mremap,
+ * madvise(MADV_DONTNEED), a new mmap over it, copy-on-write, the client's
+ * exit), the region becomes stale: it keeps its pin and its worker mappings
+ * (the old pages) until UNREGISTER, but no longer shows what the client sees
+ * at those addresses. Protection changes (mprotect, fork's write-protect,
+ * NUMA hinting, soft-dirty) do not make a region stale; the kernel may also
+ * report a region stale that did not change (an attempt to reclaim or
+ * migrate a pinned page), never the reverse. REGION_CHECK (client or worker
+ * fd) answers 0 for a live region and -ESTALE for a stale one, in one cheap
+ * system call: a client that caches registrations checks before it reuses
+ * one, and registers the range again when it is stale. REGION_INFO sets
+ * VGPU_REGION_STALE in the returned flags. A new registration is never
+ * stale when REGISTER returns (the pin is retried if the mapping changed
+ * while it was being taken; -EAGAIN if it keeps changing).
+ *
  * Death. When the server exits or kills a session, or the client closes it,
  * the session is dead: VGPU_RING_DEAD (plus a reason bit) is set in the
  * status page's flags word so a spinning peer notices without a system call,
@@ -81,7 +98,9 @@
  *   -ESHUTDOWN     the session is dead (see Death)
  *   -ETIMEDOUT     WAIT timed out
  *   -EINTR         WAIT interrupted by a signal
- *   -EAGAIN        read() on an O_NONBLOCK server fd with no event queued
+ *   -EAGAIN        read() on an O_NONBLOCK server fd with no event queued;
+ *                  REGISTER while the range's mapping keeps changing
+ *   -ESTALE        REGION_CHECK: the region is stale (see Stale regions)
  */
 #ifndef _UAPI_VGPU_H
 #define _UAPI_VGPU_H
@@ -98,7 +117,8 @@
 #define VGPU_FEAT_REGION_RO	(1ULL << 2)	/* VGPU_REGION_READONLY */
 #define VGPU_FEAT_WAIT_TIMEOUT	(1ULL << 3)	/* WAIT honours timeout_ns */
 #define VGPU_FEAT_NETLINK	(1ULL << 4)	/* "vgpu" genl family */
-#define VGPU_FEATURES		0x1fULL
+#define VGPU_FEAT_PIN_NOTIFY	(1ULL << 5)	/* stale regions, REGION_CHECK */
+#define VGPU_FEATURES		0x3fULL
 
 /* Bounds (all counts and sizes are powers of two). */
 #define VGPU_MAX_SQ_ENTRIES	32768
@@ -196,9 +216,11 @@ struct vgpu_wait {
 /*
  * REGISTER (client): in addr, len, flags; out the rest.
  * REGION_INFO (worker): in handle; out the rest (addr is the client's).
+ * REGION_CHECK (client or worker): the __u64 handle; 0 live, -ESTALE stale.
  */
 #define VGPU_REGION_READONLY	(1U << 0)	/* pin for reading only */
 #define VGPU_REGION_FLAGS	VGPU_REGION_READONLY
+#define VGPU_REGION_STALE	(1U << 31)	/* out only, REGION_INFO */
 struct vgpu_region {
 	__u64 addr;
 	__u64 len;
@@ -239,6 +261,7 @@ struct vgpu_kill {
 #define VGPU_IOC_REGISTER	_IOWR(VGPU_IOC_MAGIC, 0x05, struct vgpu_region)
 #define VGPU_IOC_UNREGISTER	_IOW(VGPU_IOC_MAGIC, 0x06, __u64)
 #define VGPU_IOC_REGION_INFO	_IOWR(VGPU_IOC_MAGIC, 0x07, struct vgpu_region)
+#define VGPU_IOC_REGION_CHECK	_IOW(VGPU_IOC_MAGIC, 0x08, __u64)
 #define VGPU_IOC_SERVER		_IOW(VGPU_IOC_MAGIC, 0x10, struct vgpu_server_setup)
 #define VGPU_IOC_ATTACH		_IOW(VGPU_IOC_MAGIC, 0x11, struct vgpu_attach)
 #define VGPU_IOC_KILL		_IOW(VGPU_IOC_MAGIC, 0x12, struct vgpu_kill)

@@ -88,6 +88,21 @@
  *   with release semantics, the side that drains it stores ~seq when done.
  *   One bulk transfer at a time per session (the client serialises).
  *
+ * Pinned copies (/dev/vgpu carrier, VGPU_FEAT_PINNED_COPY)
+ *   Pageable copies of at least a few hundred KiB need no staging: the
+ *   client registers the pages covering its buffer with the module
+ *   (VGPU_IOC_REGISTER, a handle; the runtime caches registrations and
+ *   checks a cached one with VGPU_IOC_REGION_CHECK before reuse) and sends
+ *   MEMCPY_HTOD_PINNED / MEMCPY_DTOH_PINNED naming the handle and a byte
+ *   offset from the registered address. The worker maps the handle on its
+ *   worker fd (once; REGION_INFO tells it the region's length, which bounds
+ *   offset + bytes) and copies between that mapping and the device; the
+ *   answer comes once the copy is complete. After VGPU_IOC_UNREGISTER the
+ *   client posts PIN_FORGET so the worker drops its mapping; entries are in
+ *   order, so a handle the module issues again is never confused with the
+ *   old one. A handle that is not the session's, or a range outside the
+ *   region, fails the call with CUDA_ERROR_INVALID_VALUE.
+ *
  * Host callbacks
  *   The worker asks the client to run a host function by posting a CQE with
  *   tag 0, val[0] = the cookie the client gave in VGPU_OP_HOST_FUNC and
@@ -108,14 +123,15 @@
 #include <stdint.h>
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	4u
+#define VGPU_PROTO_VERSION	5u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
 #define VGPU_FEAT_HOST_POOL	(1u << 1)	/* shared pinned-host pool */
 #define VGPU_FEAT_HOST_CALLBACK	(1u << 2)	/* host functions run in client */
+#define VGPU_FEAT_PINNED_COPY	(1u << 3)	/* MEMCPY_*_PINNED (/dev/vgpu only) */
 #define VGPU_FEAT_ALL		(VGPU_FEAT_STAGING | VGPU_FEAT_HOST_POOL | \
-				 VGPU_FEAT_HOST_CALLBACK)
+				 VGPU_FEAT_HOST_CALLBACK | VGPU_FEAT_PINNED_COPY)
 
 #define VGPU_DEFAULT_SOCKET	"/run/vgpu/vgpud.sock"
 
@@ -277,6 +293,11 @@ enum vgpu_op {
 	VGPU_OP_MEMCPY_HTOD_STAGED,	/* arg0 dst, arg1 bytes; data follows in chunks */
 	VGPU_OP_MEMCPY_DTOH_STAGED,	/* arg0 src, arg1 bytes; data returns in chunks */
 	VGPU_OP_MEMCPY_2D,		/* P: struct vgpu_copy2d (device/pool ends only) */
+	VGPU_OP_MEMCPY_HTOD_PINNED,	/* arg0 dst, arg1 region handle, arg2 offset in the
+					 * region, arg3 bytes (synchronous) */
+	VGPU_OP_MEMCPY_DTOH_PINNED,	/* arg0 region handle, arg1 offset, arg2 src,
+					 * arg3 bytes (synchronous) */
+	VGPU_OP_PIN_FORGET,		/* arg0 region handle the client unregistered */
 
 	/* streams and events: ids issued by the client */
 	VGPU_OP_STREAM_CREATE = 0x50,	/* arg0 stream id, arg1 flags, arg2 priority (s32) */

@@ -9,6 +9,14 @@
 #   e2e.sh memfd PROG        the same with VGPU_TRANSPORT=memfd, module loaded
 #   e2e.sh auto PROG         no VGPU_TRANSPORT: must pick /dev/vgpu
 #   e2e.sh refuse            the daemon's checks of a /dev/vgpu hello (h_e2e)
+#   e2e.sh pinned            pageable copies through pinned registrations
+#                            (h_pincopy): right bytes, registrations reused,
+#                            stale ones replaced; the module's counters at
+#                            zero once the client is gone
+#   e2e.sh pinned_limit      the same without CAP_IPC_LOCK under a tiny
+#                            RLIMIT_MEMLOCK: staged, right, refusal logged once
+#   e2e.sh pinned_bad        bad pinned-copy entries from a hand-made client
+#                            (h_pinbad) fail, and the worker keeps serving
 #   e2e.sh container PROG    PROG in a new user and mount namespace whose
 #                            /dev holds only vgpu (and the daemon's socket
 #                            folder), through /dev/vgpu
@@ -92,6 +100,41 @@ refuse)
 	grep -q "names /dev/vgpu session .* refused" $LOG ||
 		fail "the daemon did not log the foreign session id"
 	;;
+pinned)
+	export VGPU_LOG=debug
+	through kmod $V/e2e/h_pincopy
+	unset VGPU_LOG
+	regs=$(grep -c "pinreg: registered" $OUT)
+	reused=$(grep -c "pinreg: reusing" $OUT)
+	stale=$(grep -c "is stale; registering again" $OUT)
+	[ "$regs" -ge 1 ] || fail "no pinned registration"
+	[ "$reused" -ge 1 ] || fail "no registration reused"
+	[ "$stale" -ge 3 ] || fail "$stale stale registrations replaced, want 3 or more"
+	grep -q "refused to pin" $OUT && fail "a pin was refused"
+	grep -q "pinned region .* mapped" $LOG || fail "the worker mapped no pinned region"
+	grep '^h_pincopy' $OUT
+	echo "e2e: $regs registrations, $reused reuses, $stale stale ones replaced"
+	h_pinbad --zero || fail "regions or pinned pages left in the module"
+	;;
+pinned_limit)
+	export VGPU_LOG=debug VGPU_PIN_CACHE_MB=64
+	through kmod $V/e2e/h_pincopy limit
+	unset VGPU_LOG VGPU_PIN_CACHE_MB
+	refused=$(grep -c "refused to pin" $OUT)
+	[ "$refused" -eq 1 ] || fail "the refusal was logged $refused times, want once"
+	grep -q "pinreg: registered" $OUT && fail "a registration went past RLIMIT_MEMLOCK"
+	grep '^h_pincopy' $OUT
+	h_pinbad --zero || fail "regions or pinned pages left in the module"
+	;;
+pinned_bad)
+	: >$OUT
+	h_pinbad $SOCK >$OUT 2>&1 || fail "h_pinbad"
+	cat $OUT
+	kill -0 "$(cat $PIDF)" || fail "vgpud is gone"
+	h_pinbad --zero || fail "regions or pinned pages left in the module"
+	# The daemon still serves others.
+	through kmod $V/e2e/kernels
+	;;
 container)
 	ct=/tmp/ct
 	mkdir -p $ct
@@ -135,7 +178,7 @@ stop)
 	echo "e2e: vgpud stopped; $(grep -c 'over /dev/vgpu' $LOG) sessions over /dev/vgpu, $(grep -c 'over memfd' $LOG) over memfd"
 	;;
 *)
-	echo "usage: e2e.sh start|run PROG|memfd PROG|auto PROG|refuse|container PROG|stop" >&2
+	echo "usage: e2e.sh start|run PROG|memfd PROG|auto PROG|refuse|pinned|pinned_limit|pinned_bad|container PROG|stop" >&2
 	exit 2
 	;;
 esac

@@ -37,8 +37,8 @@ static uint64_t r(uint64_t n)
 static const unsigned int cmds[] = {
 	VGPU_IOC_GET_INFO, VGPU_IOC_SETUP, VGPU_IOC_SESSION_INFO,
 	VGPU_IOC_DOORBELL, VGPU_IOC_WAIT, VGPU_IOC_REGISTER,
-	VGPU_IOC_UNREGISTER, VGPU_IOC_REGION_INFO, VGPU_IOC_SERVER,
-	VGPU_IOC_ATTACH, VGPU_IOC_KILL,
+	VGPU_IOC_UNREGISTER, VGPU_IOC_REGION_INFO, VGPU_IOC_REGION_CHECK,
+	VGPU_IOC_SERVER, VGPU_IOC_ATTACH, VGPU_IOC_KILL,
 };
 
 static uint64_t pick_offset(void)
@@ -88,7 +88,8 @@ static void fill_arg(unsigned int cmd, uint8_t *buf, size_t len)
 		g->addr = (uintptr_t)pool + r(POOL);
 		g->len = r(8) ? r(65536) : r(1ULL << 40);
 		g->flags = r(3) == 0;
-	} else if (cmd == VGPU_IOC_UNREGISTER || cmd == VGPU_IOC_REGION_INFO) {
+	} else if (cmd == VGPU_IOC_UNREGISTER || cmd == VGPU_IOC_REGION_INFO ||
+		   cmd == VGPU_IOC_REGION_CHECK) {
 		memcpy(buf + (cmd == VGPU_IOC_REGION_INFO ? 24 : 0),
 		       &handles[r(16)], 8);
 	} else if (cmd == VGPU_IOC_ATTACH || cmd == VGPU_IOC_KILL) {
@@ -176,7 +177,7 @@ static void do_other(int i)
 	uint8_t buf[512];
 	struct pollfd pfd;
 
-	switch (r(6)) {
+	switch (r(7)) {
 	case 0:
 		if (read(slot[i], buf, r(sizeof(buf))) < 0)
 			break;
@@ -210,6 +211,10 @@ static void do_other(int i)
 
 			ioctl(slot[i], VGPU_IOC_SETUP, &g);
 		}
+		break;
+	case 4:
+		/* Invalidations under registered regions (they go stale). */
+		madvise(pool + (r(POOL) & ~(pg - 1)), pg * (1 + r(4)), MADV_DONTNEED);
 		break;
 	default:
 		kt_faults(pool + r(POOL), 1, 1);
