@@ -24,6 +24,9 @@ LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
 RUNTIME_SRCS := $(wildcard runtime/*.c)
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# Checkpoint files (include/vgpu/ckpt.h): the daemon writes them, vgpuctl reads them.
+CKPT_SRCS := common/ckpt_file.c common/ckpt_crc.c common/ckpt_io.c common/ckpt_zstd.c \
+	common/ckpt_write.c common/ckpt_read.c
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -33,7 +36,9 @@ VGPU := $(B)/bin/vgpu
 LIBVGPU := $(RUNTIME_LIB)
 
 .PHONY: all clean install test demo unit e2e
-all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) vgpuctl unit-bins
+VGPU_CKPT := $(B)/bin/vgpu-ckpt
+
+all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) $(VGPU_CKPT) vgpuctl unit-bins
 
 # Objects: the runtime hides everything but the driver's entry points.
 $(B)/obj/runtime/%.o: runtime/%.c
@@ -61,9 +66,13 @@ $(RUNTIME_LIB): $(RUNTIME_OBJS)
 $(B)/lib/vgpu/libcuda.so.1: $(RUNTIME_LIB)
 	ln -sf libvgpu.so $@
 
-$(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS))
+$(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS) $(CKPT_SRCS))
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl -lm
+
+$(VGPU_CKPT): $(call obj,tools/vgpu-ckpt.c $(CKPT_SRCS))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl
 
 $(VGPU): $(call obj,tools/vgpu.c)
 	@mkdir -p $(@D)
@@ -107,6 +116,7 @@ include mk/tools.mk
 install: all install-tools
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/vgpu
 	install -m 755 $(VGPU) $(DESTDIR)$(PREFIX)/bin/vgpu
+	install -m 755 $(VGPU_CKPT) $(DESTDIR)$(PREFIX)/bin/vgpu-ckpt
 	install -m 755 $(VGPUD) $(DESTDIR)$(PREFIX)/sbin/vgpud
 	install -m 755 $(RUNTIME_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libvgpu.so
 	ln -sf libvgpu.so $(DESTDIR)$(PREFIX)/lib/vgpu/libcuda.so.1
@@ -126,9 +136,7 @@ $(B)/examples/vecadd: examples/vecadd.cu tests/e2e/kernels.cuh
 demo:
 	tools/demo
 
-# ---- checkpoint files (issue 4): the library and its unit test -----------
-CKPT_SRCS := common/ckpt_file.c common/ckpt_crc.c common/ckpt_io.c common/ckpt_zstd.c \
-	common/ckpt_write.c common/ckpt_read.c
+# ---- checkpoint files (issue 4): the library's unit test ------------------
 UNIT_BINS += $(UNIT)/test_ckpt
 unit-bins: $(UNIT)/test_ckpt
 $(UNIT)/test_ckpt: $(call obj,tests/unit/test_ckpt.c $(CKPT_SRCS))

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "log.h"
 
 #define MAX_CONN 16
@@ -23,11 +24,11 @@
 static struct {
 	const struct admin_ops *ops;
 	int fd[MAX_CONN];		/* -1: free */
-	/* one byte more than a request: a longer message shows as too long
-	 * (a SEQPACKET read cuts a message to the buffer silently) */
+	/* one byte more than the largest request: a longer message shows as
+	 * too long (a SEQPACKET read cuts a message to the buffer silently) */
 	union {
 		struct vgpu_ctl_req req;
-		uint8_t bytes[sizeof(struct vgpu_ctl_req) + 1];
+		uint8_t bytes[sizeof(struct vgpu_ctl_req) + VGPU_CTL_MAX_ARG + 1];
 	} in[MAX_CONN];
 } ad;
 
@@ -83,23 +84,43 @@ static void refuse(int fd, int err, const char *fmt, ...)
 /* Why the request is not one we answer, or NULL. */
 static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 {
+	const char *arg = (const char *)(q + 1);
+	uint32_t allowed = 0;
+
 	*err = EINVAL;
-	if (len != sizeof(*q))
-		return "a request is exactly 64 bytes";
+	if (len < (ssize_t)sizeof(*q))
+		return "a request is at least 64 bytes";
 	if (q->magic != VGPU_CTL_MAGIC)
 		return "not a vgpu control request (bad magic)";
 	*err = EPROTONOSUPPORT;
 	if (q->version != VGPU_CTL_VERSION)
 		return "unsupported control protocol version";
 	*err = EINVAL;
-	if (q->flags)
-		return "unknown flags";
+	if (q->arg_len > VGPU_CTL_MAX_ARG || len != (ssize_t)(sizeof(*q) + q->arg_len))
+		return "the message is not the request and its argument";
 	for (size_t i = 0; i < sizeof(q->reserved); i++)
 		if (q->reserved[i])
 			return "reserved bytes must be zero";
-	*err = EOPNOTSUPP;
-	if (q->op != VGPU_CTL_SESSIONS)
+	switch (q->op) {
+	case VGPU_CTL_SESSIONS:
+		if (q->arg_len)
+			return "sessions takes no argument";
+		break;
+	case VGPU_CTL_CHECKPOINT:
+		allowed = VGPU_CTL_F_COMPRESS;
+		if (!q->session)
+			return "checkpoint needs a session";
+		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)
+			return "the path must be one NUL-terminated string";
+		if (arg[0] != '/')
+			return "the path must be absolute";
+		break;
+	default:
+		*err = EOPNOTSUPP;
 		return "unknown operation";
+	}
+	if (q->flags & ~allowed)
+		return "unknown flags";
 	return NULL;
 }
 
@@ -142,11 +163,49 @@ void admin_done(int slot, ssize_t res)
 		return;
 	}
 	why = check(q, res, &err);
-	if (why)
+	if (why) {
 		refuse(fd, err, "%s", why);
-	else
+	} else if (q->op == VGPU_CTL_SESSIONS) {
 		answer_sessions(fd, q->session);
+	} else {
+		char because[112];
+
+		err = ad.ops->checkpoint(slot, q->session, q->flags, (const char *)(q + 1),
+					 because, sizeof(because));
+		if (!err) {
+			ad.fd[slot] = fd;	/* held until the worker answers */
+			return;
+		}
+		refuse(fd, -err, "%s", because);
+	}
 	close(fd);
+}
+
+void admin_checkpointed(int slot, const struct ckpt_answer *a)
+{
+	struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+				    .status = a->status, .count = a->status ? 0 : 1 };
+	int fd = ad.fd[slot];
+
+	if (fd < 0)
+		return;
+	memcpy(r.message, a->message, sizeof(r.message));
+	r.message[sizeof(r.message) - 1] = 0;
+	if (send_all(fd, &r, sizeof(r)) && !a->status)
+		send_all(fd, &a->result, sizeof(a->result));
+	close(fd);
+	ad.fd[slot] = -1;
+}
+
+void admin_abort(int slot, int err, const char *why)
+{
+	int fd = ad.fd[slot];
+
+	if (fd < 0)
+		return;
+	refuse(fd, err, "%s", why);
+	close(fd);
+	ad.fd[slot] = -1;
 }
 
 void admin_close_all(void)

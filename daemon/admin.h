@@ -15,9 +15,15 @@
 
 #define ADMIN_MAX_SESSIONS 1024
 
+struct ckpt_answer;
+
 struct admin_ops {
 	/* Fills up to max records (only session @id unless it is 0). */
 	size_t (*list_sessions)(struct vgpu_ctl_session *out, size_t max, uint64_t id);
+	/* Orders session @id's checkpoint to @path; the answer comes later
+	 * through admin_checkpointed(slot). Else -errno, and why in @why. */
+	int (*checkpoint)(int slot, uint64_t id, uint32_t flags, const char *path,
+			  char *why, size_t len);
 };
 
 void admin_init(const struct admin_ops *ops);
@@ -29,5 +35,9 @@ void *admin_buffer(int slot, size_t *len);
 /* The read finished with res bytes (or -errno): answer and close. */
 void admin_done(int slot, ssize_t res);
 void admin_close_all(void);
+/* The worker's answer to a checkpoint that slot asked for. */
+void admin_checkpointed(int slot, const struct ckpt_answer *a);
+/* The checkpoint slot asked for will not come: err and why. */
+void admin_abort(int slot, int err, const char *why);
 
 #endif

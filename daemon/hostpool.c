@@ -155,3 +155,15 @@ int hostpool_contains(struct hostpool *p, uint64_t ptr, uint64_t len)
 
 	return i >= 0 && len <= p->blk[i].addr + p->blk[i].size - ptr;
 }
+
+int hostpool_for_each(const struct hostpool *p, int (*fn)(void *arg, uint64_t addr, size_t size),
+		      void *arg)
+{
+	for (size_t i = 0; i < p->nblk; i++) {
+		int ret = fn(arg, p->blk[i].addr, p->blk[i].size);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

@@ -34,5 +34,9 @@ CUresult hostpool_alloc(struct hostpool *p, size_t bytes, unsigned int flags, vo
 CUresult hostpool_free(struct hostpool *p, void *ptr);
 /* True when [ptr, ptr + len) lies inside one live allocation. */
 int hostpool_contains(struct hostpool *p, uint64_t ptr, uint64_t len);
+/* Calls fn for every live allocation in address order; stops at the
+ * first non-zero return and returns it. */
+int hostpool_for_each(const struct hostpool *p, int (*fn)(void *arg, uint64_t addr, size_t size),
+		      void *arg);
 
 #endif

@@ -15,7 +15,10 @@ struct worker_stats {
 	uint64_t pool_bytes;		/* pinned host memory it holds */
 	char comm[16];			/* the client's command, from its hello */
 	char carrier[8];		/* "memfd" or "kmod" */
-	uint64_t pad[3];		/* one cache line per slot */
+	uint32_t order_pending;		/* supervisor: an order waits on the
+					 * control socket; the worker clears it */
+	uint32_t pad32;
+	uint64_t pad[2];		/* one cache line per slot */
 };
 
 _Static_assert(sizeof(struct worker_stats) == 64, "one cache line per worker");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "checkpoint.h"
 #include "fdpass.h"
 #include "kmod.h"
 #include "log.h"
@@ -42,7 +43,11 @@ struct wslot {
 	uint32_t client_uid;
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
-	struct worker_msg msg;	/* what the worker says lands here */
+	int admin_slot;		/* a checkpoint it is writing for vgpuctl, or -1 */
+	union {			/* what the worker says lands here */
+		struct worker_msg msg;
+		struct ckpt_answer ckpt;
+	};
 };
 
 /* A /dev/vgpu session as the module announced it (OPENED event). */
@@ -142,7 +147,7 @@ static void arm_worker(int i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
 
-	io_uring_prep_read(sqe, sv.w[i].ctl, &sv.w[i].msg, sizeof(sv.w[i].msg), 0);
+	io_uring_prep_read(sqe, sv.w[i].ctl, &sv.w[i].ckpt, sizeof(sv.w[i].ckpt), 0);
 	io_uring_sqe_set_data64(sqe, UD(EV_WORKER, i));
 }
 
@@ -179,7 +184,7 @@ static int spawn_worker(void)
 	close(sp[1]);
 	if (sv.stats)
 		memset(&sv.stats[i], 0, sizeof(sv.stats[i]));
-	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING };
+	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING, .admin_slot = -1 };
 	arm_worker(i);
 	return 0;
 }
@@ -388,6 +393,16 @@ static void on_worker_msg(int i, int res)
 		arm_worker(i);
 		return;
 	}
+	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0) {
+		admin_checkpointed(ws->admin_slot, &ws->ckpt);
+		ws->admin_slot = -1;
+		arm_worker(i);
+		return;
+	}
+	if (ws->admin_slot >= 0) {
+		admin_abort(ws->admin_slot, EPIPE, "the session ended before its checkpoint was done");
+		ws->admin_slot = -1;
+	}
 	if (res == 1 && ws->msg.type == WMSG_FAILED)
 		vlog_err("worker %d could not start its backend", ws->pid);
 	/* EOF: the worker is gone; SIGCHLD reaps it. */
@@ -421,9 +436,13 @@ static void reap_children(void)
 				vlog_err("workers cannot start: stopping");
 				sv.stopping = true;
 			}
+			if (ws->admin_slot >= 0)
+				admin_abort(ws->admin_slot, EPIPE,
+					    "the session ended before its checkpoint was done");
 			if (ws->ctl >= 0)
 				close(ws->ctl);
 			memset(ws, 0, sizeof(*ws));
+			ws->admin_slot = -1;
 		}
 	}
 }
@@ -472,7 +491,43 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 	return n;
 }
 
-static const struct admin_ops admin_ops = { .list_sessions = list_sessions };
+static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *path, char *why,
+			    size_t len)
+{
+	struct ckpt_order o = { .type = WORDER_CHECKPOINT, .flags = flags };
+
+	for (int i = 0; i < MAX_WORKERS; i++) {
+		struct wslot *ws = &sv.w[i];
+
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id)
+			continue;
+		if (ws->closed || ws->ctl < 0) {
+			snprintf(why, len, "session %llu is ending", (unsigned long long)id);
+			return -ESHUTDOWN;
+		}
+		if (ws->admin_slot >= 0 || !sv.stats) {
+			snprintf(why, len, "a checkpoint of session %llu is already being written",
+				 (unsigned long long)id);
+			return -EBUSY;
+		}
+		snprintf(o.path, sizeof(o.path), "%s", path);
+		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
+			snprintf(why, len, "cannot reach session %llu's worker: %s",
+				 (unsigned long long)id, strerror(errno));
+			return -EIO;
+		}
+		ws->admin_slot = slot;
+		/* After the order is queued: the worker reads it once it sees this. */
+		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
+		vlog_info("session %llu: checkpoint to %s ordered", (unsigned long long)id, path);
+		return 0;
+	}
+	snprintf(why, len, "no session %llu", (unsigned long long)id);
+	return -ENOENT;
+}
+
+static const struct admin_ops admin_ops = { .list_sessions = list_sessions,
+					    .checkpoint = order_checkpoint };
 
 static void arm_ctl_accept(void)
 {

@@ -385,3 +385,23 @@ void vmem_destroy(struct vmem *m)
 	free(m->holes);
 	memset(m, 0, sizeof(*m));
 }
+
+int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size_t bytes),
+		  void *arg)
+{
+	for (size_t i = 0; i < m->nr; i++) {
+		const struct vmem_range *r = &m->r[i];
+		int ret = 0;
+
+		if (!r->cls) {
+			ret = fn(arg, r->addr, r->user);
+		} else {
+			for (uint32_t b = 0; b < r->nblocks && !ret; b++)
+				if (r->bits[b / 64] & (1ull << (b % 64)))
+					ret = fn(arg, r->addr + (CUdeviceptr)b * r->cls, r->req[b]);
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

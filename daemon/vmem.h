@@ -43,5 +43,9 @@ CUresult vmem_free(struct vmem *m, CUdeviceptr p);
 CUresult vmem_range_of(struct vmem *m, CUdeviceptr p, CUdeviceptr *base, size_t *size);
 /* True when [p, p + len) lies inside one live allocation. */
 int vmem_contains(struct vmem *m, CUdeviceptr p, size_t len);
+/* Calls fn for every live allocation, in address order, with the bytes
+ * the client asked for; stops at the first non-zero return and returns it. */
+int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size_t bytes),
+		  void *arg);
 
 #endif

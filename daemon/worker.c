@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "checkpoint.h"
 #include "clock.h"
 #include "fdpass.h"
 #include "log.h"
@@ -28,6 +29,7 @@
 #define HOST_POOL_HINT		0x300000000000ull
 #define SPIN_NS			50000	/* busy-poll this long before sleeping */
 #define RELEASE_BATCH		32	/* SQ entries consumed before handing slots back */
+#define ORDER_POLL_MS		50	/* an idle worker looks for orders this often */
 
 static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info *d)
 {
@@ -439,11 +441,46 @@ static bool idle(struct worker *w)
 		__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 		return true;
 	}
-	alive = worker_sq_sleep(&w->ring, w->sock, -1) != -EPIPE;
+	/* Bounded: an order from the supervisor (stats->order_pending) is
+	 * looked at when the sleep ends. */
+	alive = worker_sq_sleep(&w->ring, w->sock, ORDER_POLL_MS) != -EPIPE;
 	if (!alive)
 		write_once(&w->dead, true);
 	__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	return alive;
+}
+
+/* The supervisor's order waiting on the control socket: carry it out
+ * between two ring entries (the client's next call waits meanwhile). */
+static void take_order(struct worker *w)
+{
+	struct ckpt_order *o = malloc(sizeof(*o));
+	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+	ssize_t n;
+
+	__atomic_store_n(&w->stats->order_pending, 0, __ATOMIC_RELAXED);
+	if (!o)
+		return;
+	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof(*o) && o->type == WORDER_CHECKPOINT &&
+	    memchr(o->path, 0, sizeof(o->path))) {
+		worker_checkpoint(w, o, &a);
+	} else if (n > 0) {
+		a.status = -EINVAL;
+		snprintf(a.message, sizeof(a.message), "the worker got a malformed order");
+	} else {
+		free(o);
+		return;	/* nothing there after all */
+	}
+	free(o);
+	if (send(w->ctl, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
+		vlog_warn("session %llu: cannot answer the supervisor: %s",
+			  (unsigned long long)w->session_id, strerror(errno));
+}
+
+static bool order_waits(struct worker *w)
+{
+	return w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE);
 }
 
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id)
@@ -506,11 +543,15 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 			if (++batch == RELEASE_BATCH) {
 				worker_sq_release(&w->ring);
 				batch = 0;
+				if (order_waits(w))
+					take_order(w);
 			}
 			continue;
 		}
 		worker_sq_release(&w->ring);
 		batch = 0;
+		if (order_waits(w))
+			take_order(w);
 		if (!spin_start && w->stats) {	/* once per burst of entries */
 			write_once(&w->stats->device_bytes, w->vmem.in_use);
 			write_once(&w->stats->pool_bytes, w->pool.in_use);

@@ -32,6 +32,7 @@ struct worker_config {
 #define WMSG_FAILED	0
 #define WMSG_READY	1
 #define WMSG_ATTACH	2	/* attach kmod_session for my client */
+#define WMSG_CHECKPOINTED 3	/* struct ckpt_answer (checkpoint.h) */
 struct worker_msg {
 	uint8_t type;
 	uint8_t pad[7];

@@ -17,6 +17,9 @@ static const struct vgpuctl_cmd cmds[] = {
 	{ "sessions", vgpuctl_sessions,
 	  "[--json] [--module] [--control PATH | --socket PATH] [SESSION]",
 	  "list vgpud's sessions (--module: those of /dev/vgpu)" },
+	{ "checkpoint", vgpuctl_checkpoint,
+	  "SESSION -o FILE [--compress] [--json] [--control PATH | --socket PATH]",
+	  "write a session's GPU state to FILE (the program waits meanwhile)" },
 	{ "stats", vgpuctl_stats, "[--json]",
 	  "show the module's counters" },
 	{ "events", vgpuctl_events, "[--json] [--count N]",
@@ -37,7 +40,7 @@ static void usage(FILE *f)
 
 	fprintf(f, "usage: vgpuctl COMMAND [ARGS]\n\n");
 	for (i = 0; i < NCMDS; i++)
-		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].help);
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\n'vgpuctl COMMAND --help' shows a command's arguments.\n");
 }
 

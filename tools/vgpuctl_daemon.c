@@ -164,3 +164,123 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
 		printf("no sessions\n");
 	return 0;
 }
+
+/* An absolute path for @file (its folder must exist), or NULL. */
+static char *absolute(const char *file)
+{
+	char *dup = strdup(file), *slash, *dir, *out = NULL;
+	const char *base;
+
+	if (!dup)
+		return NULL;
+	slash = strrchr(dup, '/');
+	if (slash) {
+		*slash = 0;
+		base = slash + 1;
+		dir = realpath(*dup ? dup : "/", NULL);
+	} else {
+		base = dup;
+		dir = realpath(".", NULL);
+	}
+	if (dir && *base && asprintf(&out, "%s/%s", strcmp(dir, "/") ? dir : "", base) < 0)
+		out = NULL;
+	free(dir);
+	free(dup);
+	return out;
+}
+
+int vgpuctl_checkpoint(int argc, char **argv)
+{
+	struct {
+		struct vgpu_ctl_req q;
+		char path[VGPU_CTL_MAX_ARG];
+	} m = { .q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+		       .op = VGPU_CTL_CHECKPOINT } };
+	const char *out = NULL, *control = NULL, *socket = NULL, *id = NULL, *path;
+	struct vgpu_ctl_checkpoint res;
+	struct vgpu_ctl_reply rep;
+	char buf[108], *file;
+	int json = 0, fd;
+	size_t len;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--compress"))
+			m.q.flags |= VGPU_CTL_F_COMPRESS;
+		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--control") && i + 1 < argc)
+			control = argv[++i];
+		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			socket = argv[++i];
+		else if (!id && argv[i][0] != '-')
+			id = argv[i];
+		else
+			return vgpuctl_usage(argv[0]);
+	}
+	if (!id || !out)
+		return vgpuctl_usage(argv[0]);
+	if (vgpuctl_parse_id(id, &m.q.session) || !m.q.session) {
+		fprintf(stderr, "vgpuctl: '%s' is not a session id\n", id);
+		return VGPUCTL_USAGE;
+	}
+	file = absolute(out);
+	if (!file || (len = strlen(file) + 1) > sizeof(m.path)) {
+		fprintf(stderr, "vgpuctl: %s: %s\n", out,
+			file ? "path too long" : "its folder does not exist");
+		free(file);
+		return VGPUCTL_FAIL;
+	}
+	memcpy(m.path, file, len);
+	m.q.arg_len = (uint32_t)len;
+	path = vgpuctl_control_path(control, socket, buf, sizeof(buf));
+	if (!path) {
+		free(file);
+		fprintf(stderr, "vgpuctl: socket path too long\n");
+		return VGPUCTL_USAGE;
+	}
+	fd = ctl_connect(path);
+	if (fd < 0) {
+		free(file);
+		vgpuctl_control_error(path, fd);
+		return VGPUCTL_FAIL;
+	}
+	/* No timeout: the answer comes when the file is written. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
+	if (send(fd, &m, sizeof(m.q) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m.q) + len) ||
+	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC ||
+	    (!rep.status && recv(fd, &res, sizeof(res), 0) != sizeof(res))) {
+		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
+		close(fd);
+		free(file);
+		return VGPUCTL_FAIL;
+	}
+	close(fd);
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = 0;
+		fprintf(stderr, "vgpuctl: checkpoint of session %s: %s\n", id, rep.message);
+		free(file);
+		return VGPUCTL_FAIL;
+	}
+	if (json) {
+		printf("{\"session\": %" PRIu64 ", \"file\": ", m.q.session);
+		vgpuctl_json_str(stdout, file);
+		printf(", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64
+		       ", \"file_bytes\": %" PRIu64 ", \"allocations\": %u, \"modules\": %u"
+		       ", \"stall_ns\": %" PRIu64 "}\n", res.device_bytes, res.host_bytes,
+		       res.file_bytes, res.allocations, res.modules, res.stall_ns);
+	} else {
+		char dev[16], host[16], fb[16];
+		double s = res.stall_ns / 1e9;
+
+		printf("session %" PRIu64 " -> %s: %s device, %s host memory, %u allocations, "
+		       "%u modules; %s file; program paused %.3f s (%.2f GB/s)\n",
+		       m.q.session, file, vgpuctl_size(res.device_bytes, dev, sizeof(dev)),
+		       vgpuctl_size(res.host_bytes, host, sizeof(host)), res.allocations,
+		       res.modules, vgpuctl_size(res.file_bytes, fb, sizeof(fb)), s,
+		       s > 0 ? (res.device_bytes + res.host_bytes) / s / 1e9 : 0.0);
+	}
+	free(file);
+	return VGPUCTL_OK;
+}

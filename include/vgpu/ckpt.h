@@ -212,9 +212,16 @@ struct vgpu_ckpt_setting {
 	uint64_t value;
 };
 
+/* Handle kinds (the runtime's VGPU_K_* order). */
+#define VGPU_CKPT_HANDLE_CTX	0u
+#define VGPU_CKPT_HANDLE_STREAM	1u
+#define VGPU_CKPT_HANDLE_EVENT	2u
+#define VGPU_CKPT_HANDLE_MODULE	3u
+#define VGPU_CKPT_HANDLE_FUNC	4u
+
 struct vgpu_ckpt_handle {
 	uint64_t client;	/* the handle the program holds */
-	uint32_t kind;		/* the runtime's handle kind (VGPU_K_*) */
+	uint32_t kind;		/* VGPU_CKPT_HANDLE_* */
 	uint32_t reserved;
 	uint64_t object;	/* the object's key in its own section */
 };

@@ -7,14 +7,25 @@
  * /run/vgpu/vgpud.ctl, mode 0600: its permissions decide who may ask. One
  * connection carries one request:
  *
- *   client -> daemon   struct vgpu_ctl_req (exactly its size)
+ *   client -> daemon   struct vgpu_ctl_req followed by arg_len bytes of
+ *                      argument, in one message
  *   daemon -> client   struct vgpu_ctl_reply, then reply.count records in
  *                      messages of at most VGPU_CTL_RECORDS_PER_MSG each
  *
- * The daemon checks the magic, the version, the operation, that flags and
- * every reserved byte are zero; a bad request gets a reply with a negative
- * errno in status and a message saying what was wrong, and no records.
- * Numbers are in host byte order (the socket is local).
+ * The daemon checks the magic, the version, the operation, the flags the
+ * operation allows, that every reserved byte is zero and that the message
+ * is exactly the request plus its argument; a bad request gets a reply with
+ * a negative errno in status and a message saying what was wrong, and no
+ * records. Numbers are in host byte order (the socket is local).
+ *
+ *   SESSIONS    session 0 (all) or one; no argument; records: one
+ *               struct vgpu_ctl_session each
+ *   CHECKPOINT  session (required); argument: the file's absolute path,
+ *               NUL-terminated; flags VGPU_CTL_F_COMPRESS. The daemon drains
+ *               the session's GPU work, writes the file (the program waits
+ *               meanwhile) and answers once it is complete and synced:
+ *               one struct vgpu_ctl_checkpoint record. The daemon writes as
+ *               itself: the control socket's mode decides who may ask.
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -27,18 +38,23 @@
 #define VGPU_CTL_VERSION	1u
 #define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
+#define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
 
 enum vgpu_ctl_op {
 	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
+	VGPU_CTL_CHECKPOINT = 2,	/* record: struct vgpu_ctl_checkpoint */
 };
+
+#define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
 
 struct vgpu_ctl_req {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t op;		/* enum vgpu_ctl_op */
-	uint32_t flags;		/* none defined: 0 */
+	uint32_t flags;		/* VGPU_CTL_F_* the operation allows */
 	uint64_t session;	/* 0: all (SESSIONS) */
-	uint8_t reserved[40];
+	uint32_t arg_len;	/* bytes of argument after the request */
+	uint8_t reserved[36];
 };
 
 struct vgpu_ctl_reply {
@@ -83,7 +99,18 @@ static inline const char *vgpu_ctl_path_for(const char *sock, char *buf, size_t 
 	return buf;
 }
 
+struct vgpu_ctl_checkpoint {
+	uint64_t device_bytes;	/* device memory written */
+	uint64_t host_bytes;	/* pinned host memory written */
+	uint64_t file_bytes;	/* the file's size */
+	uint64_t stall_ns;	/* the program waited this long */
+	uint32_t allocations;
+	uint32_t modules;
+	uint64_t reserved[3];
+};
+
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
+_Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 64, "checkpoint record layout");
 _Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
 _Static_assert(sizeof(struct vgpu_ctl_session) == 64, "session record layout");
 

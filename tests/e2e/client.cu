@@ -16,6 +16,13 @@
  *   client poke            a kernel writes through a bad pointer: exit 0
  *                          when the next sync, and a copy after it, return
  *                          cudaErrorIllegalAddress.
+ *   client state FILE      device buffers of several sizes (1 KiB to 64 MiB),
+ *                          each filled by a kernel with its own value, and 1
+ *                          MiB of pinned host memory; prints "ready" and one
+ *                          "buffer ADDR SIZE VALUE" line each, waits until
+ *                          FILE exists (the runner checkpoints meanwhile),
+ *                          then checks every buffer kept its value and that
+ *                          the session still computes: exit 0.
  */
 #include <unistd.h>
 
@@ -97,8 +104,62 @@ static int poke(void)
 	return e1 == cudaErrorIllegalAddress && e2 == cudaErrorIllegalAddress ? 0 : 1;
 }
 
+static int state(const char *go)
+{
+	static const size_t sizes[] = { 1024, 100 * 1024, 3 * MiB + 4, 64 * MiB };
+	const int nb = sizeof(sizes) / sizeof(sizes[0]);
+	unsigned *d[4], *pin, *back;
+	int bad = 0;
+
+	CHECK(cudaMallocHost(&pin, MiB));
+	memset(pin, 0x77, MiB);
+	for (int i = 0; i < nb; i++) {
+		size_t n = sizes[i] / 4;
+
+		CHECK(cudaMalloc(&d[i], sizes[i]));
+		vgpu_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>(d[i], 0x11111111u * (i + 1), n);
+	}
+	CHECK(cudaDeviceSynchronize());
+	printf("ready\n");
+	printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)pin, (size_t)MiB, 0x77777777u);
+	for (int i = 0; i < nb; i++)
+		printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)d[i], sizes[i] / 4 * 4,
+		       0x11111111u * (i + 1));
+	fflush(stdout);
+	while (access(go, F_OK))
+		usleep(20000);
+	back = (unsigned *)malloc(64 * MiB);
+	for (int i = 0; i < nb && back; i++) {
+		size_t n = sizes[i] / 4;
+
+		CHECK(cudaMemcpy(back, d[i], n * 4, cudaMemcpyDeviceToHost));
+		for (size_t k = 0; k < n; k++)
+			if (back[k] != 0x11111111u * (i + 1)) {
+				printf("buffer %d changed at word %zu\n", i, k);
+				bad++;
+				break;
+			}
+	}
+	for (size_t k = 0; k < MiB / 4; k++)
+		if (pin[k] != 0x77777777u) {
+			printf("pinned buffer changed at word %zu\n", k);
+			bad++;
+			break;
+		}
+	/* The session goes on computing after its checkpoint. */
+	vgpu_fill_u32<<<1, 256>>>(d[0], 42, 256);
+	CHECK(cudaMemcpy(back, d[0], 1024, cudaMemcpyDeviceToHost));
+	for (int k = 0; k < 256; k++)
+		bad += back[k] != 42;
+	free(back);
+	printf("state: %s\n", bad ? "FAILED" : "kept");
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[1], "state"))
+		return state(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "loop"))
 		return loop(argc >= 3 ? atof(argv[2]) : 60);
 	if (argc >= 2 && !strcmp(argv[1], "probe"))
@@ -107,6 +168,7 @@ int main(int argc, char **argv)
 		return poke();
 	if (argc >= 3 && !strcmp(argv[1], "hold"))
 		return hold(atof(argv[2]));
-	fprintf(stderr, "usage: %s loop [SECONDS] | probe | hold SECONDS | poke\n", argv[0]);
+	fprintf(stderr, "usage: %s loop [SECONDS] | probe | hold SECONDS | poke | state FILE\n",
+		argv[0]);
 	return 2;
 }

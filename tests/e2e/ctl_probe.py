@@ -11,11 +11,13 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, SESSIONS = 0x4C544356, 1, 1
+MAGIC, VERSION, SESSIONS, CHECKPOINT = 0x4C544356, 1, 1, 2
 
 
-def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, reserved=bytes(40)):
-    return struct.pack("<IIIIQ", magic, version, op, flags, session) + reserved
+def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
+        reserved=bytes(36)):
+    n = len(arg) if arg_len is None else arg_len
+    return struct.pack("<IIIIQI", magic, version, op, flags, session, n) + reserved + arg
 
 
 def ask(path, payload):
@@ -33,13 +35,27 @@ def ask(path, payload):
 
 def main():
     path = sys.argv[1]
+    ck = dict(op=CHECKPOINT, session=1)
     cases = [
-        ("short request", req()[:40], -errno.EINVAL, "exactly 64 bytes"),
-        ("long request", req() + b"x", -errno.EINVAL, "exactly 64 bytes"),
+        ("short request", req()[:40], -errno.EINVAL, "at least 64 bytes"),
+        ("long request", req() + b"x", -errno.EINVAL, "not the request and its argument"),
+        ("argument longer than said", req(arg=b"/x\0", arg_len=2), -errno.EINVAL,
+         "not the request and its argument"),
+        ("sessions with an argument", req(arg=b"/x\0"), -errno.EINVAL, "no argument"),
+        ("checkpoint without a session", req(op=CHECKPOINT, arg=b"/tmp/x\0"), -errno.EINVAL,
+         "needs a session"),
+        ("checkpoint without a path", req(**ck), -errno.EINVAL, "NUL-terminated"),
+        ("path without its NUL", req(arg=b"/tmp/x", **ck), -errno.EINVAL, "NUL-terminated"),
+        ("path with two NULs", req(arg=b"/tmp\0x\0", **ck), -errno.EINVAL, "NUL-terminated"),
+        ("relative path", req(arg=b"x.vgc\0", **ck), -errno.EINVAL, "absolute"),
+        ("checkpoint flag unknown", req(flags=2, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
+         "unknown flags"),
+        ("checkpoint of no session", req(op=CHECKPOINT, session=987654321, arg=b"/tmp/x\0"),
+         -errno.ENOENT, "no session 987654321"),
         ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
         ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
         ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),
-        ("reserved byte", req(reserved=bytes(39) + b"\1"), -errno.EINVAL, "reserved"),
+        ("reserved byte", req(reserved=bytes(35) + b"\1"), -errno.EINVAL, "reserved"),
         ("unknown operation", req(op=99), -errno.EOPNOTSUPP, "unknown operation"),
         ("no such session", req(session=987654321), -errno.ENOENT, "no session 987654321"),
     ]

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A session's checkpoint, written by its worker between two ring entries
+ * (the client's next call waits until the file is complete). The order of
+ * the file: VA window, contexts, allocations (records, then each one's
+ * bytes), module images, functions, globals with their values, streams,
+ * events, and the handle map (which context owns which handle).
+ *
+ * Device bytes go GPU -> the writer's staging buffers (registered with the
+ * GPU once, so the copies are DMA) -> file, with the writer's io_uring
+ * writes of one buffer overlapping the copy into the next.
+ */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "ckpt_crc.h"
+#include "clock.h"
+#include "log.h"
+#include "retained.h"
+#include "worker.h"
+
+struct ckpt_run {
+	struct worker *w;
+	struct vgpu_ckpt_writer *wr;
+	struct ckpt_answer *a;
+	struct vgpu_ckpt_alloc *alloc;	/* records, grown as they come */
+	size_t nalloc, cap;
+	void *staging;			/* the writer's buffers, registered */
+	size_t staging_size;
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct ckpt_run *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->a->status)
+		return r->a->status;	/* the first failure says why */
+	va_start(ap, fmt);
+	vsnprintf(r->a->message, sizeof(r->a->message), fmt, ap);
+	va_end(ap);
+	r->a->status = err < 0 ? err : -EIO;
+	return r->a->status;
+}
+
+/* A writer call failed: its message says why. */
+static int writer_failed(struct ckpt_run *r, int ret)
+{
+	return fail(r, ret, "%s", vgpu_ckpt_writer_error(r->wr));
+}
+
+/* Every context's work done; a broken context stops the checkpoint. */
+static int drain(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct obj_entry *e;
+	uint32_t i;
+
+	if (w->graphs.cap || w->graph_execs.cap) {
+		obj_for_each(&w->graphs, i, e)
+			return fail(r, -EOPNOTSUPP, "the session holds CUDA graphs, which "
+				    "checkpoints do not carry yet");
+		obj_for_each(&w->graph_execs, i, e)
+			return fail(r, -EOPNOTSUPP, "the session holds CUDA graphs, which "
+				    "checkpoints do not carry yet");
+	}
+	if (w->captures)
+		return fail(r, -EBUSY, "a stream capture is in progress");
+	obj_for_each(&w->ctxs, i, e) {
+		CUresult rc = w->B.cuCtxSetCurrent(e->obj);
+
+		if (!rc)
+			rc = w->B.cuCtxSynchronize();
+		if (rc)
+			return fail(r, -EIO, "context %u cannot be drained (CUDA error %d): "
+				    "nothing to checkpoint", i, rc);
+	}
+	w->cur_ctx = 0;		/* the next entry sets its own context again */
+	return 0;
+}
+
+static void gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver)
+{
+	CUdevice d = w->devices[0];
+	int major = 0, minor = 0, ver = 0;
+	size_t total = 0;
+
+	memset(g, 0, sizeof(*g));
+	if (w->B.cuDeviceGetName(g->name, sizeof(g->name) - 1, d))
+		strcpy(g->name, "unknown");
+	w->B.cuDeviceGetUuid_v2((CUuuid *)g->uuid, d);
+	w->B.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+	w->B.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+	w->B.cuDeviceTotalMem_v2(&total, d);
+	w->B.cuDriverGetVersion(&ver);
+	g->cc_major = (uint32_t)major;
+	g->cc_minor = (uint32_t)minor;
+	g->total_mem = total;
+	*driver = (uint32_t)ver;
+}
+
+/* A section holding @n records of @size bytes, then @blob. */
+static int table(struct ckpt_run *r, uint32_t type, uint64_t id, const void *rec, size_t n,
+		 size_t size, const void *blob, size_t blob_len)
+{
+	int ret = vgpu_ckpt_begin(r->wr, type, id, n, 0);
+
+	if (!ret && n)
+		ret = vgpu_ckpt_write(r->wr, rec, n * size);
+	if (!ret && blob_len)
+		ret = vgpu_ckpt_write(r->wr, blob, blob_len);
+	if (!ret)
+		ret = vgpu_ckpt_end(r->wr);
+	return ret ? writer_failed(r, ret) : 0;
+}
+
+static int add_alloc(struct ckpt_run *r, uint64_t addr, uint64_t size, uint32_t kind)
+{
+	if (r->nalloc == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		struct vgpu_ckpt_alloc *a = realloc(r->alloc, cap * sizeof(*a));
+
+		if (!a)
+			return fail(r, -ENOMEM, "out of memory listing allocations");
+		r->alloc = a;
+		r->cap = cap;
+	}
+	r->alloc[r->nalloc++] = (struct vgpu_ckpt_alloc){
+		.addr = addr, .size = size, .kind = kind, .handle = addr, .data_id = addr,
+	};
+	return 0;
+}
+
+static int add_device(void *arg, CUdeviceptr p, size_t bytes)
+{
+	return add_alloc(arg, p, bytes, VGPU_CKPT_MEM_DEVICE);
+}
+
+static int add_host(void *arg, uint64_t addr, size_t size)
+{
+	return add_alloc(arg, addr, size, VGPU_CKPT_MEM_HOST);
+}
+
+/* Device bytes [p, p + n) into the open section, through the staging buffers. */
+static int write_device(struct ckpt_run *r, uint64_t p, uint64_t n)
+{
+	struct worker *w = r->w;
+
+	while (n) {
+		void *buf;
+		size_t cap, piece;
+		CUresult rc;
+		int ret = vgpu_ckpt_buf_get(r->wr, &buf, &cap);
+
+		if (ret)
+			return writer_failed(r, ret);
+		piece = n < cap ? n : cap;
+		rc = w->B.cuMemcpyDtoHAsync_v2(buf, p, piece, NULL);
+		if (!rc)
+			rc = w->B.cuStreamSynchronize(NULL);
+		if (rc) {
+			vgpu_ckpt_buf_put(r->wr, 0);
+			return fail(r, -EIO, "reading device memory at %#llx failed (CUDA error %d)",
+				    (unsigned long long)p, rc);
+		}
+		ret = vgpu_ckpt_buf_put(r->wr, piece);
+		if (ret)
+			return writer_failed(r, ret);
+		p += piece;
+		n -= piece;
+	}
+	return 0;
+}
+
+static int write_allocations(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	int ret;
+
+	if (vmem_for_each(&w->vmem, add_device, r) || hostpool_for_each(&w->pool, add_host, r))
+		return r->a->status;
+	ret = table(r, VGPU_CKPT_SEC_ALLOCS, 0, r->alloc, r->nalloc, sizeof(*r->alloc), NULL, 0);
+	for (size_t i = 0; !ret && i < r->nalloc; i++) {
+		const struct vgpu_ckpt_alloc *a = &r->alloc[i];
+
+		ret = vgpu_ckpt_begin(r->wr, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0, 0);
+		if (ret)
+			return writer_failed(r, ret);
+		if (a->kind == VGPU_CKPT_MEM_DEVICE) {
+			ret = write_device(r, a->addr, a->size);
+			r->a->result.device_bytes += a->size;
+		} else {
+			/* The pool is mapped at the same address here as in the client. */
+			ret = vgpu_ckpt_write(r->wr, (const void *)(uintptr_t)a->addr, a->size);
+			if (ret)
+				ret = writer_failed(r, ret);
+			r->a->result.host_bytes += a->size;
+		}
+		if (!ret && (ret = vgpu_ckpt_end(r->wr)))
+			ret = writer_failed(r, ret);
+	}
+	r->a->result.allocations = (uint32_t)r->nalloc;
+	return ret;
+}
+
+static int write_modules(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct vgpu_ckpt_module *m = NULL;
+	struct obj_entry *e;
+	size_t n = 0;
+	uint32_t i;
+	int ret = 0;
+
+	obj_for_each(&w->modules, i, e)
+		n++;
+	if (n && !(m = calloc(n, sizeof(*m))))
+		return fail(r, -ENOMEM, "out of memory listing modules");
+	n = 0;
+	obj_for_each(&w->modules, i, e) {
+		const struct retained_image *img = e->data;
+		uint64_t len = img->len;
+		uint32_t crc = vgpu_crc32c(0, img->bytes, img->len);
+
+		m[n] = (struct vgpu_ckpt_module){ .handle = i, .image_id = i, .kind = 1 };
+		/* The cache key: the image's CRC32C and length (not a digest). */
+		memcpy(m[n].hash, &crc, sizeof(crc));
+		memcpy(m[n].hash + 8, &len, sizeof(len));
+		n++;
+	}
+	ret = table(r, VGPU_CKPT_SEC_MODULES, 0, m, n, sizeof(*m), NULL, 0);
+	free(m);
+	obj_for_each(&w->modules, i, e) {
+		const struct retained_image *img = e->data;
+
+		if (ret)
+			break;
+		ret = table(r, VGPU_CKPT_SEC_MODULE_IMAGE, i, NULL, 0, 0, img->bytes, img->len);
+	}
+	r->a->result.modules = (uint32_t)n;
+	return ret;
+}
+
+static int write_functions(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct vgpu_ckpt_function *f = NULL;
+	char *blob = NULL;
+	size_t n = 0, blen = 0, at = 0;
+	struct obj_entry *e;
+	uint32_t i;
+	int ret;
+
+	obj_for_each(&w->funcs, i, e) {
+		n++;
+		blen += strlen(e->data);
+	}
+	if (n && (!(f = calloc(n, sizeof(*f))) || !(blob = malloc(blen + 1)))) {
+		free(f);
+		return fail(r, -ENOMEM, "out of memory listing functions");
+	}
+	n = 0;
+	obj_for_each(&w->funcs, i, e) {
+		size_t len = strlen(e->data);
+
+		f[n++] = (struct vgpu_ckpt_function){ .handle = i, .module = e->aux,
+						      .name_off = (uint32_t)at,
+						      .name_len = (uint32_t)len, .kind = 1 };
+		memcpy(blob + at, e->data, len);
+		at += len;
+	}
+	ret = table(r, VGPU_CKPT_SEC_FUNCTIONS, 0, f, n, sizeof(*f), blob, blen);
+	free(f);
+	free(blob);
+	return ret;
+}
+
+static int write_globals(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct vgpu_ckpt_global *g = NULL;
+	uint8_t *blob = NULL;
+	size_t blen = 0, at = 0;
+	int ret;
+
+	for (size_t k = 0; k < w->nglobals; k++)
+		blen += w->globals[k].size;
+	if (w->nglobals && (!(g = calloc(w->nglobals, sizeof(*g))) || !(blob = malloc(blen + 1)))) {
+		free(g);
+		return fail(r, -ENOMEM, "out of memory reading globals");
+	}
+	for (size_t k = 0; k < w->nglobals; k++) {
+		const struct global_range *gr = &w->globals[k];
+		CUresult rc = w->B.cuMemcpyDtoHAsync_v2(blob + at, gr->addr, gr->size, NULL);
+
+		if (!rc)
+			rc = w->B.cuStreamSynchronize(NULL);
+		if (rc) {
+			free(g);
+			free(blob);
+			return fail(r, -EIO, "reading a global at %#llx failed (CUDA error %d)",
+				    (unsigned long long)gr->addr, rc);
+		}
+		g[k] = (struct vgpu_ckpt_global){ .module = gr->module, .addr = gr->addr,
+						  .size = gr->size, .value_off = at };
+		at += gr->size;
+	}
+	ret = table(r, VGPU_CKPT_SEC_GLOBALS, 0, g, w->nglobals, sizeof(*g), blob, blen);
+	free(g);
+	free(blob);
+	return ret;
+}
+
+/* Streams and events, and which context each handle belongs to. */
+static int write_streams_events(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	size_t ns = 0, nev = 0, nh = 0;
+	struct vgpu_ckpt_stream *s = NULL;
+	struct vgpu_ckpt_event *ev = NULL;
+	struct vgpu_ckpt_handle *h = NULL;
+	struct obj_entry *e;
+	uint32_t i;
+	int ret = -ENOMEM;
+
+	obj_for_each(&w->streams, i, e)
+		ns++;
+	obj_for_each(&w->events, i, e)
+		nev++;
+	obj_for_each(&w->modules, i, e)
+		nh++;
+	nh += ns;
+	s = calloc(ns + 1, sizeof(*s));
+	ev = calloc(nev + 1, sizeof(*ev));
+	h = calloc(nh + 1, sizeof(*h));
+	if (!s || !ev || !h)
+		goto out;
+	ns = nev = nh = 0;
+	obj_for_each(&w->streams, i, e) {
+		const struct retained_stream *info = e->data;
+
+		s[ns++] = (struct vgpu_ckpt_stream){ .handle = i, .flags = info->flags,
+						     .priority = info->priority };
+		h[nh++] = (struct vgpu_ckpt_handle){ .client = i, .kind = VGPU_CKPT_HANDLE_STREAM,
+						     .object = e->aux };
+	}
+	obj_for_each(&w->events, i, e)
+		ev[nev++] = (struct vgpu_ckpt_event){ .handle = i, .flags = (uint32_t)e->aux };
+	obj_for_each(&w->modules, i, e)
+		h[nh++] = (struct vgpu_ckpt_handle){ .client = i, .kind = VGPU_CKPT_HANDLE_MODULE,
+						     .object = e->aux };
+	ret = table(r, VGPU_CKPT_SEC_STREAMS, 0, s, ns, sizeof(*s), NULL, 0);
+	if (!ret)
+		ret = table(r, VGPU_CKPT_SEC_EVENTS, 0, ev, nev, sizeof(*ev), NULL, 0);
+	if (!ret)
+		ret = table(r, VGPU_CKPT_SEC_HANDLES, 0, h, nh, sizeof(*h), NULL, 0);
+out:
+	if (ret == -ENOMEM)
+		fail(r, -ENOMEM, "out of memory listing streams and events");
+	free(s);
+	free(ev);
+	free(h);
+	return ret;
+}
+
+/* One CONTEXT section per context (id: its handle): its flags and limits. */
+static int write_contexts(struct ckpt_run *r)
+{
+	static const CUlimit limits[] = {
+		CU_LIMIT_STACK_SIZE, CU_LIMIT_PRINTF_FIFO_SIZE, CU_LIMIT_MALLOC_HEAP_SIZE,
+		CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, CU_LIMIT_MAX_L2_FETCH_GRANULARITY,
+		CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+	};
+	struct vgpu_ckpt_setting set[1 + sizeof(limits) / sizeof(limits[0])];
+	struct worker *w = r->w;
+	struct obj_entry *e;
+	uint32_t i;
+	int ret = 0;
+
+	obj_for_each(&w->ctxs, i, e) {
+		size_t n = 0;
+
+		set[n++] = (struct vgpu_ckpt_setting){ .key = VGPU_CKPT_CTX_FLAGS << 16,
+						       .value = e->aux };
+		if (!w->B.cuCtxSetCurrent(e->obj))
+			for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
+				size_t v;
+
+				if (!w->B.cuCtxGetLimit(&v, limits[k]))
+					set[n++] = (struct vgpu_ckpt_setting){
+						.key = VGPU_CKPT_CTX_LIMIT << 16 | limits[k],
+						.value = v };
+			}
+		ret = table(r, VGPU_CKPT_SEC_CONTEXT, i, set, n, sizeof(set[0]), NULL, 0);
+		if (ret)
+			break;
+	}
+	w->cur_ctx = 0;
+	return ret;
+}
+
+void worker_checkpoint(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+{
+	struct ckpt_run r = { .w = w, .a = a };
+	struct vgpu_ckpt_writer_opts opts = { .session_id = w->session_id,
+					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0 };
+	struct vgpu_ckpt_gpu gpu;
+	char err[VGPU_CKPT_MSG];
+	struct vgpu_ckpt_va va = { .base = w->vmem.base, .size = w->vmem.size,
+				   .granularity = w->vmem.gran };
+	uint64_t t0 = vgpu_now_ns();
+	bool registered = false;
+	struct stat st;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	a->type = WMSG_CHECKPOINTED;
+	if (drain(&r))
+		goto out;
+	gpu_identity(w, &gpu, &opts.driver_version);
+	opts.gpu = &gpu;
+	ret = vgpu_ckpt_writer_open(&r.wr, o->path, &opts, err);
+	if (ret) {
+		fail(&r, ret, "%s", err);
+		goto out;
+	}
+	vgpu_ckpt_writer_buffers(r.wr, &r.staging, &r.staging_size);
+	/* Pinned staging makes the device copies DMA; without it they still work. */
+	registered = !w->B.cuMemHostRegister_v2(r.staging, r.staging_size, 0);
+	ret = table(&r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
+	if (!ret)
+		ret = write_contexts(&r);
+	if (!ret)
+		ret = write_allocations(&r);
+	if (!ret)
+		ret = write_modules(&r);
+	if (!ret)
+		ret = write_functions(&r);
+	if (!ret)
+		ret = write_globals(&r);
+	if (!ret)
+		ret = write_streams_events(&r);
+	if (!ret && (ret = vgpu_ckpt_finish(r.wr)))
+		writer_failed(&r, ret);
+	if (!ret && !stat(o->path, &st))
+		a->result.file_bytes = (uint64_t)st.st_size;
+	if (registered)
+		w->B.cuMemHostUnregister(r.staging);
+	vgpu_ckpt_writer_close(r.wr);
+out:
+	free(r.alloc);
+	a->result.stall_ns = vgpu_now_ns() - t0;
+	if (a->status)
+		vlog_warn("session %llu: checkpoint to %s failed: %s",
+			  (unsigned long long)w->session_id, o->path, a->message);
+	else
+		vlog_info("session %llu: checkpoint to %s: %llu bytes of device memory, %llu "
+			  "of host memory, %u allocations, %u modules in %.3f s",
+			  (unsigned long long)w->session_id, o->path,
+			  (unsigned long long)a->result.device_bytes,
+			  (unsigned long long)a->result.host_bytes, a->result.allocations,
+			  a->result.modules, a->result.stall_ns / 1e9);
+}
