@@ -60,8 +60,7 @@ static int verify(int gib)
 {
 	unsigned *bad, total = 0;
 
-	if (cudaMallocManaged(&bad, sizeof(*bad)) != cudaSuccess &&
-	    cudaMalloc(&bad, sizeof(*bad)) != cudaSuccess)
+	if (cudaMalloc(&bad, sizeof(*bad)) != cudaSuccess)
 		return 1;
 	for (int i = 0; i < gib; i++) {
 		unsigned n = 0;

@@ -13,14 +13,19 @@
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "ckpt.h"
 #include "ckpt_crc.h"
+#include "ckpt_sink.h"
 #include "clock.h"
 #include "log.h"
 #include "retained.h"
@@ -28,12 +33,10 @@
 
 struct ckpt_run {
 	struct worker *w;
-	struct vgpu_ckpt_writer *wr;
+	struct ckpt_sink *sink;
 	struct ckpt_answer *a;
 	struct vgpu_ckpt_alloc *alloc;	/* records, grown as they come */
 	size_t nalloc, cap;
-	void *staging;			/* the writer's buffers, registered */
-	size_t staging_size;
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -50,10 +53,10 @@ static int fail(struct ckpt_run *r, int err, const char *fmt, ...)
 	return r->a->status;
 }
 
-/* A writer call failed: its message says why. */
-static int writer_failed(struct ckpt_run *r, int ret)
+/* A sink call failed: its message says why. */
+static int sink_failed(struct ckpt_run *r, int ret)
 {
-	return fail(r, ret, "%s", vgpu_ckpt_writer_error(r->wr));
+	return fail(r, ret, "%s", ckpt_sink_error(r->sink));
 }
 
 /* Every context's work done; a broken context stops the checkpoint. */
@@ -110,15 +113,15 @@ static void gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *dr
 static int table(struct ckpt_run *r, uint32_t type, uint64_t id, const void *rec, size_t n,
 		 size_t size, const void *blob, size_t blob_len)
 {
-	int ret = vgpu_ckpt_begin(r->wr, type, id, n, 0);
+	int ret = ckpt_sink_begin(r->sink, type, id, n);
 
 	if (!ret && n)
-		ret = vgpu_ckpt_write(r->wr, rec, n * size);
+		ret = ckpt_sink_write(r->sink, rec, n * size);
 	if (!ret && blob_len)
-		ret = vgpu_ckpt_write(r->wr, blob, blob_len);
+		ret = ckpt_sink_write(r->sink, blob, blob_len);
 	if (!ret)
-		ret = vgpu_ckpt_end(r->wr);
-	return ret ? writer_failed(r, ret) : 0;
+		ret = ckpt_sink_end(r->sink);
+	return ret ? sink_failed(r, ret) : 0;
 }
 
 static int add_alloc(struct ckpt_run *r, uint64_t addr, uint64_t size, uint32_t kind)
@@ -148,37 +151,6 @@ static int add_host(void *arg, uint64_t addr, size_t size)
 	return add_alloc(arg, addr, size, VGPU_CKPT_MEM_HOST);
 }
 
-/* Device bytes [p, p + n) into the open section, through the staging buffers. */
-static int write_device(struct ckpt_run *r, uint64_t p, uint64_t n)
-{
-	struct worker *w = r->w;
-
-	while (n) {
-		void *buf;
-		size_t cap, piece;
-		CUresult rc;
-		int ret = vgpu_ckpt_buf_get(r->wr, &buf, &cap);
-
-		if (ret)
-			return writer_failed(r, ret);
-		piece = n < cap ? n : cap;
-		rc = w->B.cuMemcpyDtoHAsync_v2(buf, p, piece, NULL);
-		if (!rc)
-			rc = w->B.cuStreamSynchronize(NULL);
-		if (rc) {
-			vgpu_ckpt_buf_put(r->wr, 0);
-			return fail(r, -EIO, "reading device memory at %#llx failed (CUDA error %d)",
-				    (unsigned long long)p, rc);
-		}
-		ret = vgpu_ckpt_buf_put(r->wr, piece);
-		if (ret)
-			return writer_failed(r, ret);
-		p += piece;
-		n -= piece;
-	}
-	return 0;
-}
-
 static int write_allocations(struct ckpt_run *r)
 {
 	struct worker *w = r->w;
@@ -190,21 +162,19 @@ static int write_allocations(struct ckpt_run *r)
 	for (size_t i = 0; !ret && i < r->nalloc; i++) {
 		const struct vgpu_ckpt_alloc *a = &r->alloc[i];
 
-		ret = vgpu_ckpt_begin(r->wr, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0, 0);
-		if (ret)
-			return writer_failed(r, ret);
-		if (a->kind == VGPU_CKPT_MEM_DEVICE) {
-			ret = write_device(r, a->addr, a->size);
+		ret = ckpt_sink_begin(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0);
+		if (!ret && a->kind == VGPU_CKPT_MEM_DEVICE) {
+			ret = ckpt_sink_device(r->sink, a->addr, a->size);
 			r->a->result.device_bytes += a->size;
-		} else {
+		} else if (!ret) {
 			/* The pool is mapped at the same address here as in the client. */
-			ret = vgpu_ckpt_write(r->wr, (const void *)(uintptr_t)a->addr, a->size);
-			if (ret)
-				ret = writer_failed(r, ret);
+			ret = ckpt_sink_write(r->sink, (const void *)(uintptr_t)a->addr, a->size);
 			r->a->result.host_bytes += a->size;
 		}
-		if (!ret && (ret = vgpu_ckpt_end(r->wr)))
-			ret = writer_failed(r, ret);
+		if (!ret)
+			ret = ckpt_sink_end(r->sink);
+		if (ret)
+			return sink_failed(r, ret);
 	}
 	r->a->result.allocations = (uint32_t)r->nalloc;
 	return ret;
@@ -406,65 +376,293 @@ static int write_contexts(struct ckpt_run *r)
 	return ret;
 }
 
-void worker_checkpoint(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+/* Everything of the session into r->sink, in file order. */
+static int collect(struct ckpt_run *r)
 {
-	struct ckpt_run r = { .w = w, .a = a };
-	struct vgpu_ckpt_writer_opts opts = { .session_id = w->session_id,
-					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0 };
-	struct vgpu_ckpt_gpu gpu;
-	char err[VGPU_CKPT_MSG];
+	struct worker *w = r->w;
 	struct vgpu_ckpt_va va = { .base = w->vmem.base, .size = w->vmem.size,
 				   .granularity = w->vmem.gran };
-	uint64_t t0 = vgpu_now_ns();
-	bool registered = false;
-	struct stat st;
-	int ret;
+	int ret = table(r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
 
-	memset(a, 0, sizeof(*a));
-	a->type = WMSG_CHECKPOINTED;
-	if (drain(&r))
-		goto out;
-	gpu_identity(w, &gpu, &opts.driver_version);
-	opts.gpu = &gpu;
-	ret = vgpu_ckpt_writer_open(&r.wr, o->path, &opts, err);
-	if (ret) {
-		fail(&r, ret, "%s", err);
-		goto out;
-	}
-	vgpu_ckpt_writer_buffers(r.wr, &r.staging, &r.staging_size);
-	/* Pinned staging makes the device copies DMA; without it they still work. */
-	registered = !w->B.cuMemHostRegister_v2(r.staging, r.staging_size, 0);
-	ret = table(&r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
 	if (!ret)
-		ret = write_contexts(&r);
+		ret = write_contexts(r);
 	if (!ret)
-		ret = write_allocations(&r);
+		ret = write_allocations(r);
 	if (!ret)
-		ret = write_modules(&r);
+		ret = write_modules(r);
 	if (!ret)
-		ret = write_functions(&r);
+		ret = write_functions(r);
 	if (!ret)
-		ret = write_globals(&r);
+		ret = write_globals(r);
 	if (!ret)
-		ret = write_streams_events(&r);
-	if (!ret && (ret = vgpu_ckpt_finish(r.wr)))
-		writer_failed(&r, ret);
-	if (!ret && !stat(o->path, &st))
-		a->result.file_bytes = (uint64_t)st.st_size;
-	if (registered)
-		w->B.cuMemHostUnregister(r.staging);
-	vgpu_ckpt_writer_close(r.wr);
-out:
-	free(r.alloc);
-	a->result.stall_ns = vgpu_now_ns() - t0;
+		ret = write_streams_events(r);
+	free(r->alloc);
+	r->alloc = NULL;
+	return ret;
+}
+
+/*
+ * A checkpoint in flight. Snapshot mode: a thread prepares the pinned
+ * buffer while the program runs (prep), the worker's main thread copies
+ * everything during the pause (pause), a thread writes the file while the
+ * program runs again (flush) and answers the supervisor.
+ */
+struct ckpt_job {
+	struct worker *w;
+	struct ckpt_order order;
+	struct ckpt_answer a;
+	struct vgpu_ckpt_gpu gpu;
+	uint32_t driver;
+	void *buf;
+	size_t cap;
+	bool registered;
+	int state;			/* JOB_* */
+	struct ckpt_sink *sink;
+	uint64_t t_ordered;
+};
+
+enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER };
+
+static void answer(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+{
 	if (a->status)
 		vlog_warn("session %llu: checkpoint to %s failed: %s",
 			  (unsigned long long)w->session_id, o->path, a->message);
 	else
 		vlog_info("session %llu: checkpoint to %s: %llu bytes of device memory, %llu "
-			  "of host memory, %u allocations, %u modules in %.3f s",
+			  "of host memory, %u allocations, %u modules; program paused %.3f s",
 			  (unsigned long long)w->session_id, o->path,
 			  (unsigned long long)a->result.device_bytes,
 			  (unsigned long long)a->result.host_bytes, a->result.allocations,
 			  a->result.modules, a->result.stall_ns / 1e9);
+	if (send(w->ctl, a, sizeof(*a), MSG_NOSIGNAL) != sizeof(*a))
+		vlog_warn("session %llu: cannot answer the supervisor: %s",
+			  (unsigned long long)w->session_id, strerror(errno));
+}
+
+static int open_writer(struct ckpt_run *r, const struct ckpt_order *o,
+		       const struct vgpu_ckpt_gpu *gpu, uint32_t driver,
+		       struct vgpu_ckpt_writer **wr)
+{
+	struct vgpu_ckpt_writer_opts opts = { .gpu = gpu, .driver_version = driver,
+					      .session_id = r->w->session_id,
+					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0 };
+	char err[VGPU_CKPT_MSG];
+	int ret = vgpu_ckpt_writer_open(wr, o->path, &opts, err);
+
+	return ret ? fail(r, ret, "%s", err) : 0;
+}
+
+static void file_size(const char *path, struct ckpt_answer *a)
+{
+	struct stat st;
+
+	if (!a->status && !stat(path, &st))
+		a->result.file_bytes = (uint64_t)st.st_size;
+}
+
+static int flushing;	/* files being written from memory */
+
+/* Stream mode: the program waits for the whole file. */
+static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+{
+	struct ckpt_run r = { .w = w, .a = a };
+	struct vgpu_ckpt_writer *wr = NULL;
+	struct vgpu_ckpt_gpu gpu;
+	uint64_t t0 = vgpu_now_ns();
+	uint32_t driver;
+	size_t size;
+	void *staging;
+	bool registered;
+	int ret;
+
+	if (drain(&r))
+		goto out;
+	gpu_identity(w, &gpu, &driver);
+	if (open_writer(&r, o, &gpu, driver, &wr))
+		goto out;
+	vgpu_ckpt_writer_buffers(wr, &staging, &size);
+	/* Pinned staging makes the device copies DMA; without it they still work. */
+	registered = !w->B.cuMemHostRegister_v2(staging, size, 0);
+	r.sink = ckpt_sink_stream(&w->B, wr);
+	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
+	if (!ret && (ret = vgpu_ckpt_finish(wr)))
+		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
+	if (registered)
+		w->B.cuMemHostUnregister(staging);
+	ckpt_sink_free(r.sink);
+	vgpu_ckpt_writer_close(wr);
+	file_size(o->path, a);
+out:
+	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
+	answer(w, o, a);
+}
+
+/* /proc/meminfo's MemAvailable, bytes (0 if unknown). */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+static void *prepare(void *arg)
+{
+	struct ckpt_job *j = arg;
+	struct worker *w = j->w;
+	int state = JOB_NO_BUFFER;
+
+	j->buf = mmap(NULL, j->cap, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
+	if (j->buf == MAP_FAILED) {
+		j->buf = NULL;
+	} else if (!w->B.cuCtxSetCurrent(w->primary[0]) &&
+		   !w->B.cuMemHostRegister_v2(j->buf, j->cap, 0)) {
+		j->registered = true;
+		state = JOB_READY;
+	}
+	__atomic_store_n(&j->state, state, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void job_free(struct ckpt_job *j)
+{
+	if (j->registered) {
+		j->w->B.cuCtxSetCurrent(j->w->primary[0]);
+		j->w->B.cuMemHostUnregister(j->buf);
+	}
+	if (j->buf)
+		munmap(j->buf, j->cap);
+	ckpt_sink_free(j->sink);
+	free(j);
+}
+
+/* After the pause: the file from memory, while the program runs. */
+static void *flush(void *arg)
+{
+	struct ckpt_job *j = arg;
+	struct ckpt_run r = { .w = j->w, .a = &j->a };
+	struct vgpu_ckpt_writer *wr = NULL;
+	int ret;
+
+	if (!open_writer(&r, &j->order, &j->gpu, j->driver, &wr)) {
+		ret = ckpt_sink_flush(j->sink, wr);
+		if (ret)
+			fail(&r, ret, "%s", ckpt_sink_error(j->sink));
+		else if ((ret = vgpu_ckpt_finish(wr)))
+			fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
+		vgpu_ckpt_writer_close(wr);
+		file_size(j->order.path, &j->a);
+	}
+	j->a.result.total_ns = vgpu_now_ns() - j->t_ordered;
+	j->a.result.snapshot = 1;
+	answer(j->w, &j->order, &j->a);
+	job_free(j);
+	__atomic_sub_fetch(&flushing, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Snapshot mode, the pause: everything into memory, then the program goes on. */
+static void pause_and_copy(struct ckpt_job *j)
+{
+	struct worker *w = j->w;
+	struct ckpt_run r = { .w = w, .a = &j->a };
+	uint64_t t0 = vgpu_now_ns();
+	pthread_t t;
+
+	if (drain(&r))
+		goto fail;
+	gpu_identity(w, &j->gpu, &j->driver);
+	r.sink = j->sink = ckpt_sink_snapshot(&w->B, j->buf, j->cap);
+	if (!j->sink) {
+		fail(&r, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (collect(&r))
+		goto fail;
+	j->a.result.stall_ns = vgpu_now_ns() - t0;
+	__atomic_add_fetch(&flushing, 1, __ATOMIC_ACQUIRE);
+	if (!pthread_create(&t, NULL, flush, j)) {
+		pthread_detach(t);
+		return;
+	}
+	flush(j);	/* no thread: write it now, the program waits */
+	return;
+fail:
+	j->a.result.stall_ns = vgpu_now_ns() - t0;
+	answer(w, &j->order, &j->a);
+	job_free(j);
+}
+
+void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
+{
+	struct ckpt_job *j = calloc(1, sizeof(*j));
+	uint64_t want = w->vmem.in_use + (64ull << 20);
+	pthread_t t;
+
+	if (j) {
+		j->w = w;
+		j->order = *o;
+		j->a.type = WMSG_CHECKPOINTED;
+		j->cap = want;
+		j->t_ordered = vgpu_now_ns();
+	}
+	/* Snapshot only with room to spare: else the pages would be swapped. */
+	if (j && !(o->flags & VGPU_CTL_F_DIRECT) && mem_available() > want + want / 4 + (1ull << 30) &&
+	    !pthread_create(&t, NULL, prepare, j)) {
+		pthread_detach(t);
+		w->ckpt_job = j;
+		return;
+	}
+	if (j) {
+		checkpoint_now(w, o, &j->a);
+		free(j);
+	} else {
+		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -ENOMEM };
+
+		snprintf(a.message, sizeof(a.message), "out of memory");
+		answer(w, o, &a);
+	}
+}
+
+void worker_checkpoint_poll(struct worker *w)
+{
+	struct ckpt_job *j = w->ckpt_job;
+	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
+
+	if (state == JOB_PREPARING)
+		return;
+	w->ckpt_job = NULL;
+	if (state == JOB_READY) {
+		pause_and_copy(j);
+	} else {
+		checkpoint_now(w, &j->order, &j->a);
+		job_free(j);
+	}
+}
+
+void worker_checkpoint_finish(struct worker *w)
+{
+	struct ckpt_job *j = w->ckpt_job;
+
+	/* A buffer still being prepared: its order will not be carried out. */
+	if (j) {
+		while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == JOB_PREPARING)
+			usleep(1000);
+		w->ckpt_job = NULL;
+		j->a.status = -ESHUTDOWN;
+		snprintf(j->a.message, sizeof(j->a.message), "the session ended first");
+		answer(w, &j->order, &j->a);
+		job_free(j);
+	}
+	/* A file being written from memory is finished: its data is all here. */
+	while (__atomic_load_n(&flushing, __ATOMIC_ACQUIRE))
+		usleep(1000);
 }

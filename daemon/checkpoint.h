@@ -36,6 +36,18 @@ struct ckpt_answer {
 	char message[112];		/* why, when status is not 0 */
 };
 
-void worker_checkpoint(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a);
+/*
+ * Starts the checkpoint @o orders. With host memory to spare, a pinned
+ * snapshot buffer is prepared on a thread while the program runs, and
+ * worker_checkpoint_poll (called by the main loop while w->ckpt_job is
+ * set) pauses the program only to copy into it; the file is written
+ * afterwards. Without, the checkpoint is written now, the program waiting.
+ * Either way the answer goes to the supervisor once the file is complete.
+ */
+void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o);
+void worker_checkpoint_poll(struct worker *w);
+/* The session ends: refuse a checkpoint not paused for yet, and wait for
+ * the files still being written. */
+void worker_checkpoint_finish(struct worker *w);
 
 #endif

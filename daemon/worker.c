@@ -450,12 +450,10 @@ static bool idle(struct worker *w)
 	return alive;
 }
 
-/* The supervisor's order waiting on the control socket: carry it out
- * between two ring entries (the client's next call waits meanwhile). */
+/* The supervisor's order waiting on the control socket. */
 static void take_order(struct worker *w)
 {
 	struct ckpt_order *o = malloc(sizeof(*o));
-	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
 	ssize_t n;
 
 	__atomic_store_n(&w->stats->order_pending, 0, __ATOMIC_RELAXED);
@@ -464,23 +462,23 @@ static void take_order(struct worker *w)
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
 	if (n == (ssize_t)sizeof(*o) && o->type == WORDER_CHECKPOINT &&
 	    memchr(o->path, 0, sizeof(o->path))) {
-		worker_checkpoint(w, o, &a);
+		worker_checkpoint_start(w, o);
 	} else if (n > 0) {
-		a.status = -EINVAL;
+		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -EINVAL };
+
 		snprintf(a.message, sizeof(a.message), "the worker got a malformed order");
-	} else {
-		free(o);
-		return;	/* nothing there after all */
+		if (send(w->ctl, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
+			vlog_warn("cannot answer the supervisor: %s", strerror(errno));
 	}
 	free(o);
-	if (send(w->ctl, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
-		vlog_warn("session %llu: cannot answer the supervisor: %s",
-			  (unsigned long long)w->session_id, strerror(errno));
 }
 
-static bool order_waits(struct worker *w)
+static void orders(struct worker *w)
 {
-	return w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE);
+	if (w->ckpt_job)
+		worker_checkpoint_poll(w);
+	else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE))
+		take_order(w);
 }
 
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id)
@@ -543,15 +541,13 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 			if (++batch == RELEASE_BATCH) {
 				worker_sq_release(&w->ring);
 				batch = 0;
-				if (order_waits(w))
-					take_order(w);
+				orders(w);
 			}
 			continue;
 		}
 		worker_sq_release(&w->ring);
 		batch = 0;
-		if (order_waits(w))
-			take_order(w);
+		orders(w);
 		if (!spin_start && w->stats) {	/* once per burst of entries */
 			write_once(&w->stats->device_bytes, w->vmem.in_use);
 			write_once(&w->stats->pool_bytes, w->pool.in_use);
@@ -568,5 +564,6 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 	}
 	write_once(&w->ring.sh->state, VGPU_WORKER_DEAD);
 	vlog_info("session %llu: client gone", (unsigned long long)session_id);
+	worker_checkpoint_finish(w);
 	return 0;
 }

@@ -75,6 +75,7 @@ struct worker {
 	int print_out;			/* where it goes: the client's stdout */
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
 	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
+	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 };

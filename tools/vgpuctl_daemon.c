@@ -208,6 +208,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "--compress"))
 			m.q.flags |= VGPU_CTL_F_COMPRESS;
+		else if (!strcmp(argv[i], "--direct"))
+			m.q.flags |= VGPU_CTL_F_DIRECT;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--control") && i + 1 < argc)
@@ -268,18 +270,21 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		vgpuctl_json_str(stdout, file);
 		printf(", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64
 		       ", \"file_bytes\": %" PRIu64 ", \"allocations\": %u, \"modules\": %u"
-		       ", \"stall_ns\": %" PRIu64 "}\n", res.device_bytes, res.host_bytes,
-		       res.file_bytes, res.allocations, res.modules, res.stall_ns);
+		       ", \"stall_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"snapshot\": %s}\n",
+		       res.device_bytes, res.host_bytes, res.file_bytes, res.allocations,
+		       res.modules, res.stall_ns, res.total_ns, res.snapshot ? "true" : "false");
 	} else {
 		char dev[16], host[16], fb[16];
 		double s = res.stall_ns / 1e9;
 
 		printf("session %" PRIu64 " -> %s: %s device, %s host memory, %u allocations, "
-		       "%u modules; %s file; program paused %.3f s (%.2f GB/s)\n",
+		       "%u modules; %s file in %.3f s; program paused %.3f s (%.2f GB/s)%s\n",
 		       m.q.session, file, vgpuctl_size(res.device_bytes, dev, sizeof(dev)),
 		       vgpuctl_size(res.host_bytes, host, sizeof(host)), res.allocations,
-		       res.modules, vgpuctl_size(res.file_bytes, fb, sizeof(fb)), s,
-		       s > 0 ? (res.device_bytes + res.host_bytes) / s / 1e9 : 0.0);
+		       res.modules, vgpuctl_size(res.file_bytes, fb, sizeof(fb)),
+		       res.total_ns / 1e9, s,
+		       s > 0 ? (res.device_bytes + res.host_bytes) / s / 1e9 : 0.0,
+		       res.snapshot ? "" : ", straight to the file");
 	}
 	free(file);
 	return VGPUCTL_OK;

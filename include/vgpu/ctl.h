@@ -21,11 +21,15 @@
  *   SESSIONS    session 0 (all) or one; no argument; records: one
  *               struct vgpu_ctl_session each
  *   CHECKPOINT  session (required); argument: the file's absolute path,
- *               NUL-terminated; flags VGPU_CTL_F_COMPRESS. The daemon drains
- *               the session's GPU work, writes the file (the program waits
- *               meanwhile) and answers once it is complete and synced:
- *               one struct vgpu_ctl_checkpoint record. The daemon writes as
- *               itself: the control socket's mode decides who may ask.
+ *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT.
+ *               The daemon drains the session's GPU work and copies its
+ *               state into host memory prepared beforehand (the program
+ *               waits only for that), writes the file afterwards, and
+ *               answers once it is complete and synced: one struct
+ *               vgpu_ctl_checkpoint record. Without the host memory to
+ *               spare, or with DIRECT, the state goes straight to the file
+ *               while the program waits. The daemon writes as itself: the
+ *               control socket's mode decides who may ask.
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -46,6 +50,9 @@ enum vgpu_ctl_op {
 };
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
+#define VGPU_CTL_F_DIRECT	(1u << 1)	/* CHECKPOINT: straight to the file (no
+						 * snapshot in host memory; the program
+						 * waits for the disk) */
 
 struct vgpu_ctl_req {
 	uint32_t magic;
@@ -106,7 +113,10 @@ struct vgpu_ctl_checkpoint {
 	uint64_t stall_ns;	/* the program waited this long */
 	uint32_t allocations;
 	uint32_t modules;
-	uint64_t reserved[3];
+	uint64_t total_ns;	/* from the order to the synced file */
+	uint32_t snapshot;	/* 1: through host memory; 0: straight */
+	uint32_t reserved0;
+	uint64_t reserved;
 };
 
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");

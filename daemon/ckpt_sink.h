@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a checkpoint's sections go while the program waits.
+ *
+ *   stream    straight into the file: device bytes GPU -> the writer's
+ *             staging buffers -> file. The program waits for the disk.
+ *   snapshot  into memory: device bytes GPU -> one pinned host buffer
+ *             prepared before the pause, everything else copied to the
+ *             heap. The program waits only for those copies; the file is
+ *             written from memory afterwards (ckpt_sink_flush, on any
+ *             thread), while the program runs again.
+ */
+#ifndef VGPU_CKPT_SINK_H
+#define VGPU_CKPT_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "ckpt.h"
+
+struct ckpt_sink;
+
+/* Writes through @wr (owned by the caller). */
+struct ckpt_sink *ckpt_sink_stream(const struct vgpu_backend *B, struct vgpu_ckpt_writer *wr);
+/* Keeps the sections; device bytes go to @buf (@cap bytes, registered with
+ * the GPU), then, when it is full, to the heap. */
+struct ckpt_sink *ckpt_sink_snapshot(const struct vgpu_backend *B, void *buf, size_t cap);
+
+int ckpt_sink_begin(struct ckpt_sink *s, uint32_t type, uint64_t id, uint64_t aux);
+int ckpt_sink_write(struct ckpt_sink *s, const void *p, size_t len);
+/* Device bytes [p, p + len), read with the current context's copies. */
+int ckpt_sink_device(struct ckpt_sink *s, uint64_t p, uint64_t len);
+int ckpt_sink_end(struct ckpt_sink *s);
+/* Why the last call failed. */
+const char *ckpt_sink_error(const struct ckpt_sink *s);
+
+/* Snapshot: writes every kept section to @wr, in order. */
+int ckpt_sink_flush(struct ckpt_sink *s, struct vgpu_ckpt_writer *wr);
+void ckpt_sink_free(struct ckpt_sink *s);
+
+#endif
