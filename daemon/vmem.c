@@ -84,6 +84,43 @@ static int hole_take(struct vmem *m, size_t size, CUdeviceptr *out)
 	return -1;
 }
 
+/* Takes exactly [addr, addr + size) out of the free space, or fails. */
+static int hole_take_at(struct vmem *m, CUdeviceptr addr, size_t size)
+{
+	for (size_t i = 0; i < m->nholes; i++) {
+		struct vmem_hole h = m->holes[i];
+
+		if (addr < h.addr || addr - h.addr > h.size || size > h.size - (addr - h.addr))
+			continue;
+		if (addr > h.addr && addr + size < h.addr + h.size) {
+			/* Split in two: one more hole. */
+			if (m->nholes == m->hcap) {
+				struct vmem_hole *n = realloc(m->holes, 2 * m->hcap * sizeof(*n));
+
+				if (!n)
+					return -1;
+				m->holes = n;
+				m->hcap *= 2;
+			}
+			memmove(&m->holes[i + 1], &m->holes[i], (m->nholes - i) * sizeof(h));
+			m->nholes++;
+			m->holes[i].size = addr - h.addr;
+			m->holes[i + 1].addr = addr + size;
+			m->holes[i + 1].size = h.addr + h.size - (addr + size);
+		} else if (addr > h.addr) {
+			m->holes[i].size = addr - h.addr;
+		} else if (size < h.size) {
+			m->holes[i].addr += size;
+			m->holes[i].size -= size;
+		} else {
+			memmove(&m->holes[i], &m->holes[i + 1], (m->nholes - i - 1) * sizeof(h));
+			m->nholes--;
+		}
+		return 0;
+	}
+	return -1;
+}
+
 static void hole_give(struct vmem *m, CUdeviceptr addr, size_t size)
 {
 	size_t i = 0;
@@ -163,7 +200,9 @@ static struct vmem_range *range_add(struct vmem *m, const struct vmem_range *nr)
 	return &m->r[i];
 }
 
-static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, struct vmem_range *out)
+/* Physical memory mapped at a free address (at 0), or exactly at @at. */
+static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr at,
+			struct vmem_range *out)
 {
 	const struct vgpu_backend *B = m->B;
 	CUmemAllocationProp prop = {
@@ -177,8 +216,13 @@ static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, struct vmem_r
 	CUresult rc;
 
 	memset(out, 0, sizeof(*out));
-	if (hole_take(m, size, &out->addr))
+	if (at) {
+		out->addr = at;
+		if (hole_take_at(m, at, size))
+			return CUDA_ERROR_ALREADY_MAPPED;
+	} else if (hole_take(m, size, &out->addr)) {
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	rc = B->cuMemCreate(&out->h, size, &prop, 0);
 	if (rc)
 		goto give_va;
@@ -226,20 +270,21 @@ static uint32_t size_class(size_t bytes)
 	return c;
 }
 
-static CUresult small_chunk(struct vmem *m, CUdevice dev, uint32_t cls,
+/* A chunk of class cls with a free block (at 0), or a new one at @at. */
+static CUresult small_chunk(struct vmem *m, CUdevice dev, uint32_t cls, CUdeviceptr at,
 			    struct vmem_range **out)
 {
 	struct vmem_range nr, *r;
 	CUresult rc;
 
-	for (size_t i = 0; i < m->nr; i++) {
+	for (size_t i = 0; i < m->nr && !at; i++) {
 		r = &m->r[i];
 		if (r->cls == cls && r->dev == dev && r->used < r->nblocks) {
 			*out = r;
 			return CUDA_SUCCESS;
 		}
 	}
-	rc = map_new(m, dev, m->gran, &nr);
+	rc = map_new(m, dev, m->gran, at, &nr);
 	if (rc)
 		return rc;
 	nr.cls = cls;
@@ -270,7 +315,7 @@ CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out
 	if (bytes <= VMEM_SMALL_MAX) {
 		uint32_t cls = size_class(bytes);
 
-		rc = small_chunk(m, dev, cls, &r);
+		rc = small_chunk(m, dev, cls, 0, &r);
 		if (rc)
 			return rc;
 		for (uint32_t b = 0; b < r->nblocks; b++) {
@@ -285,7 +330,7 @@ CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out
 		}
 		return CUDA_ERROR_UNKNOWN;	/* small_chunk promised room */
 	}
-	rc = map_new(m, dev, round_up(bytes, m->gran), &nr);
+	rc = map_new(m, dev, round_up(bytes, m->gran), 0, &nr);
 	if (rc)
 		return rc;
 	nr.user = bytes;
@@ -404,4 +449,56 @@ int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size
 			return ret;
 	}
 	return 0;
+}
+
+CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes)
+{
+	struct vmem_range nr, *r;
+	CUdeviceptr chunk;
+	uint32_t cls, b;
+	long i;
+	CUresult rc;
+
+	if (!bytes || p < m->base || p - m->base >= m->size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes > VMEM_SMALL_MAX) {
+		if ((p - m->base) % m->gran)
+			return CUDA_ERROR_INVALID_VALUE;
+		rc = map_new(m, dev, round_up(bytes, m->gran), p, &nr);
+		if (rc)
+			return rc;
+		nr.user = bytes;
+		if (!range_add(m, &nr)) {
+			m->B->cuMemUnmap(nr.addr, nr.size);
+			m->B->cuMemRelease(nr.h);
+			hole_give(m, nr.addr, nr.size);
+			m->mapped -= nr.size;
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		m->in_use += bytes;
+		return CUDA_SUCCESS;
+	}
+	/* A small block: its chunk is the granule it lies in. */
+	cls = size_class(bytes);
+	chunk = m->base + (p - m->base) / m->gran * m->gran;
+	if ((p - chunk) % cls)
+		return CUDA_ERROR_INVALID_VALUE;
+	i = range_find(m, p);
+	if (i >= 0) {
+		r = &m->r[i];
+		if (r->cls != cls || r->dev != dev)
+			return CUDA_ERROR_ALREADY_MAPPED;
+	} else {
+		rc = small_chunk(m, dev, cls, chunk, &r);
+		if (rc)
+			return rc;
+	}
+	b = (uint32_t)((p - r->addr) / cls);
+	if (r->bits[b / 64] & (1ull << (b % 64)))
+		return CUDA_ERROR_ALREADY_MAPPED;
+	r->bits[b / 64] |= 1ull << (b % 64);
+	r->req[b] = (uint32_t)bytes;
+	r->used++;
+	m->in_use += bytes;
+	return CUDA_SUCCESS;
 }

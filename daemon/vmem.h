@@ -38,6 +38,9 @@ CUresult vmem_init(struct vmem *m, const struct vgpu_backend *B, size_t size,
 		   CUdeviceptr hint);
 void vmem_destroy(struct vmem *m);
 CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out);
+/* An allocation of @bytes exactly at @p, as vmem_alloc once gave it (a
+ * restore): CUDA_ERROR_ALREADY_MAPPED when that place is taken. */
+CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes);
 CUresult vmem_free(struct vmem *m, CUdeviceptr p);
 /* The allocation holding p: base and size as cuMemGetAddressRange says. */
 CUresult vmem_range_of(struct vmem *m, CUdeviceptr p, CUdeviceptr *base, size_t *size);

@@ -75,6 +75,42 @@ int main(void)
 	CHECK(m.mapped <= 13 * m.gran, "memory returned (%zu mapped)", m.mapped);
 	CHECK(vmem_alloc(&m, dev, 8ull << 30, &p[0]) != CUDA_SUCCESS, "bigger than the window");
 	vmem_destroy(&m);
+
+	/* A restore: every allocation again at its address, in another order,
+	 * in a fresh window; new ones then land elsewhere. */
+	CHECK(vmem_init(&m, &B, 4ull << 30, hint) == CUDA_SUCCESS, "init again");
+	for (int i = 0; i < N; i++)
+		CHECK(vmem_alloc(&m, dev, len[i], &p[i]) == CUDA_SUCCESS, "alloc %zu", len[i]);
+	vmem_destroy(&m);
+	CHECK(vmem_init(&m, &B, 4ull << 30, hint) == CUDA_SUCCESS, "a fresh window");
+	for (int i = N - 1; i >= 0; i--)
+		CHECK(vmem_alloc_at(&m, dev, p[i], len[i]) == CUDA_SUCCESS, "alloc %zu at %#llx",
+		      len[i], (unsigned long long)p[i]);
+	CHECK(vmem_alloc_at(&m, dev, p[0], len[0]) == CUDA_ERROR_ALREADY_MAPPED, "taken block");
+	CHECK(vmem_alloc_at(&m, dev, p[N - 1], len[N - 1]) == CUDA_ERROR_ALREADY_MAPPED,
+	      "taken range");
+	CHECK(vmem_alloc_at(&m, dev, p[0] + 1, len[0]) == CUDA_ERROR_INVALID_VALUE, "misaligned");
+	CHECK(vmem_alloc_at(&m, dev, m.base + m.size, 4096) == CUDA_ERROR_INVALID_VALUE,
+	      "outside the window");
+	for (int i = 0; i < N; i++) {
+		memset((void *)(uintptr_t)p[i], i & 0xff, len[i]);
+		CHECK(vmem_range_of(&m, p[i], &base, &size) == CUDA_SUCCESS && base == p[i] &&
+		      size == len[i], "restored range of %d", i);
+	}
+	for (int i = 0; i < N; i++) {
+		CUdeviceptr q;
+
+		CHECK(vmem_alloc(&m, dev, len[i], &q) == CUDA_SUCCESS, "new alloc %d", i);
+		for (int k = 0; k < N; k++)
+			CHECK(q + len[i] <= p[k] || q >= p[k] + len[k], "new %d clear of %d", i, k);
+	}
+	for (int i = 0; i < N; i++) {
+		const unsigned char *q = (const unsigned char *)(uintptr_t)p[i];
+
+		CHECK(q[0] == (i & 0xff) && q[len[i] - 1] == (i & 0xff), "restored bytes kept (%d)", i);
+		CHECK(vmem_free(&m, p[i]) == CUDA_SUCCESS, "free restored %d", i);
+	}
+	vmem_destroy(&m);
 	printf("test_vmem: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
