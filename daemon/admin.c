@@ -115,6 +115,12 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 		if (arg[0] != '/')
 			return "the path must be absolute";
 		break;
+	case VGPU_CTL_MIGRATE:
+		if (!q->session)
+			return "migrate needs a session";
+		if (q->arg_len)
+			return "migrate takes no argument";
+		break;
 	default:
 		*err = EOPNOTSUPP;
 		return "unknown operation";
@@ -170,8 +176,11 @@ void admin_done(int slot, ssize_t res)
 	} else {
 		char because[112];
 
-		err = ad.ops->checkpoint(slot, q->session, q->flags, (const char *)(q + 1),
-					 because, sizeof(because));
+		if (q->op == VGPU_CTL_MIGRATE)
+			err = ad.ops->migrate(slot, q->session, because, sizeof(because));
+		else
+			err = ad.ops->checkpoint(slot, q->session, q->flags, (const char *)(q + 1),
+						 because, sizeof(because));
 		if (!err) {
 			ad.fd[slot] = fd;	/* held until the worker answers */
 			return;

@@ -24,6 +24,8 @@ struct admin_ops {
 	 * through admin_checkpointed(slot). Else -errno, and why in @why. */
 	int (*checkpoint)(int slot, uint64_t id, uint32_t flags, const char *path,
 			  char *why, size_t len);
+	/* Orders session @id's move to another worker, answered the same way. */
+	int (*migrate)(int slot, uint64_t id, char *why, size_t len);
 };
 
 void admin_init(const struct admin_ops *ops);

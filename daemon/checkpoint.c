@@ -89,7 +89,7 @@ static int drain(struct ckpt_run *r)
 	return 0;
 }
 
-static void gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver)
+void worker_gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver)
 {
 	CUdevice d = w->devices[0];
 	int major = 0, minor = 0, ver = 0;
@@ -261,7 +261,7 @@ static int write_globals(struct ckpt_run *r)
 	int ret;
 
 	for (size_t k = 0; k < w->nglobals; k++)
-		blen += w->globals[k].size;
+		blen += w->globals[k].size + strlen(w->globals[k].name);
 	if (w->nglobals && (!(g = calloc(w->nglobals, sizeof(*g))) || !(blob = malloc(blen + 1)))) {
 		free(g);
 		return fail(r, -ENOMEM, "out of memory reading globals");
@@ -281,6 +281,10 @@ static int write_globals(struct ckpt_run *r)
 		g[k] = (struct vgpu_ckpt_global){ .module = gr->module, .addr = gr->addr,
 						  .size = gr->size, .value_off = at };
 		at += gr->size;
+		g[k].name_off = (uint32_t)at;
+		g[k].name_len = (uint32_t)strlen(gr->name);
+		memcpy(blob + at, gr->name, g[k].name_len);
+		at += g[k].name_len;
 	}
 	ret = table(r, VGPU_CKPT_SEC_GLOBALS, 0, g, w->nglobals, sizeof(*g), blob, blen);
 	free(g);
@@ -466,6 +470,12 @@ static int flushing;	/* files being written from memory */
 /* Stream mode: the program waits for the whole file. */
 static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
 {
+	worker_checkpoint_file(w, o, a);
+	answer(w, o, a);
+}
+
+int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+{
 	struct ckpt_run r = { .w = w, .a = a };
 	struct vgpu_ckpt_writer *wr = NULL;
 	struct vgpu_ckpt_gpu gpu;
@@ -478,7 +488,7 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 
 	if (drain(&r))
 		goto out;
-	gpu_identity(w, &gpu, &driver);
+	worker_gpu_identity(w, &gpu, &driver);
 	if (open_writer(&r, o, &gpu, driver, &wr))
 		goto out;
 	vgpu_ckpt_writer_buffers(wr, &staging, &size);
@@ -495,7 +505,7 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 	file_size(o->path, a);
 out:
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
-	answer(w, o, a);
+	return a->status;
 }
 
 /* /proc/meminfo's MemAvailable, bytes (0 if unknown). */
@@ -579,7 +589,7 @@ static void pause_and_copy(struct ckpt_job *j)
 
 	if (drain(&r))
 		goto fail;
-	gpu_identity(w, &j->gpu, &j->driver);
+	worker_gpu_identity(w, &j->gpu, &j->driver);
 	r.sink = j->sink = ckpt_sink_snapshot(&w->B, j->buf, j->cap);
 	if (!j->sink) {
 		fail(&r, -ENOMEM, "out of memory");

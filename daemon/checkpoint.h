@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "vgpu/ckpt.h"
 #include "vgpu/ctl.h"
 
 struct worker;
@@ -45,6 +46,10 @@ struct ckpt_answer {
  * Either way the answer goes to the supervisor once the file is complete.
  */
 void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o);
+/* The checkpoint straight to o->path, the program waiting; a->status. */
+int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a);
+/* Device 0 as a checkpoint names it, and the driver's version. */
+void worker_gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver);
 void worker_checkpoint_poll(struct worker *w);
 /* The session ends: refuse a checkpoint not paused for yet, and wait for
  * the files still being written. */

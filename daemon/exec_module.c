@@ -70,22 +70,35 @@ int worker_global_contains(struct worker *w, uint64_t p, uint64_t len)
 	return 0;
 }
 
-static void remember_global(struct worker *w, uint64_t addr, uint64_t size, uint32_t module)
+static void remember_global(struct worker *w, uint64_t addr, uint64_t size, uint32_t module,
+			    const char *name)
 {
 	struct global_range *g;
+	char *kept;
 
 	if (worker_global_contains(w, addr, size))
+		return;
+	kept = strdup(name);	/* a restore looks it up again by name */
+	if (!kept)
 		return;
 	if (w->nglobals == w->cap_globals) {
 		size_t cap = w->cap_globals ? 2 * w->cap_globals : 32;
 
 		g = realloc(w->globals, cap * sizeof(*g));
-		if (!g)
+		if (!g) {
+			free(kept);
 			return;	/* copies to it will be refused, not wild */
+		}
 		w->globals = g;
 		w->cap_globals = cap;
 	}
-	w->globals[w->nglobals++] = (struct global_range){ addr, size, module };
+	w->globals[w->nglobals++] = (struct global_range){ addr, size, module, kept };
+}
+
+void worker_remember_global(struct worker *w, uint64_t addr, uint64_t size, uint32_t module,
+			    const char *name)
+{
+	remember_global(w, addr, size, module, name);
 }
 
 static void forget_globals(struct worker *w, uint32_t module)
@@ -95,6 +108,8 @@ static void forget_globals(struct worker *w, uint32_t module)
 	for (size_t i = 0; i < w->nglobals; i++)
 		if (w->globals[i].module != module)
 			w->globals[j++] = w->globals[i];
+		else
+			free(w->globals[i].name);
 	w->nglobals = j;
 }
 
@@ -198,7 +213,7 @@ static enum op_status op_get_global(struct worker *w, struct op_call *call)
 	}
 	call->cqe->result = w->B.cuModuleGetGlobal_v2(&p, &size, m->obj, name);
 	if (!call->cqe->result)
-		remember_global(w, p, size, call->sqe->arg[0]);
+		remember_global(w, p, size, call->sqe->arg[0], name);
 	call->cqe->val[0] = p;
 	call->cqe->val[1] = size;
 	return OP_DONE;

@@ -167,3 +167,36 @@ int hostpool_for_each(const struct hostpool *p, int (*fn)(void *arg, uint64_t ad
 	}
 	return 0;
 }
+
+int hostpool_adopt(struct hostpool *p, int fd, const uint64_t *addr, const uint64_t *size,
+		   size_t n)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)p->base, hi = lo + p->size;
+	void *at;
+
+	if (p->nblk || !p->base)
+		return -EBUSY;
+	for (size_t i = 0; i < n; i++)
+		if (addr[i] < lo || addr[i] > hi || size[i] > hi - addr[i] ||
+		    (i && addr[i] < addr[i - 1] + size[i - 1]))
+			return -EINVAL;
+	at = mmap(p->base, p->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE | MAP_FIXED,
+		  fd, 0);
+	if (at == MAP_FAILED)
+		return -errno;
+	close(p->fd);
+	p->fd = fd;
+	p->blk = calloc(n ? n : 1, sizeof(*p->blk));
+	if (!p->blk)
+		return -ENOMEM;
+	p->cap = n ? n : 1;
+	for (size_t i = 0; i < n; i++) {
+		if (p->B->cuMemHostRegister_v2((void *)(uintptr_t)addr[i], size[i],
+					       CU_MEMHOSTREGISTER_PORTABLE |
+					       CU_MEMHOSTREGISTER_DEVICEMAP))
+			return -EIO;
+		p->blk[p->nblk++] = (struct hostpool_block){ addr[i], size[i] };
+		p->in_use += size[i];
+	}
+	return 0;
+}

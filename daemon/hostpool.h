@@ -34,6 +34,11 @@ CUresult hostpool_alloc(struct hostpool *p, size_t bytes, unsigned int flags, vo
 CUresult hostpool_free(struct hostpool *p, void *ptr);
 /* True when [ptr, ptr + len) lies inside one live allocation. */
 int hostpool_contains(struct hostpool *p, uint64_t ptr, uint64_t len);
+/* Takes over another worker's pool (a migration): maps @fd where this
+ * pool was (it must be the same size and place) and registers the blocks
+ * the other worker had, [addr[i], addr[i] + size[i]). Else -errno. */
+int hostpool_adopt(struct hostpool *p, int fd, const uint64_t *addr, const uint64_t *size,
+		   size_t n);
 /* Calls fn for every live allocation in address order; stops at the
  * first non-zero return and returns it. */
 int hostpool_for_each(const struct hostpool *p, int (*fn)(void *arg, uint64_t addr, size_t size),

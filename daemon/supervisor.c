@@ -19,6 +19,7 @@
 
 #include "admin.h"
 #include "checkpoint.h"
+#include "migrate.h"
 #include "fdpass.h"
 #include "kmod.h"
 #include "log.h"
@@ -26,11 +27,6 @@
 #define MAX_WORKERS 1024
 #define MAX_KMOD_SESSIONS 4096	/* /dev/vgpu sessions opened and not closed */
 
-/* Supervisor -> worker over the worker's control socket. */
-struct handoff {
-	uint64_t session_id;
-	uint32_t uid, pid;
-};
 
 enum wstate { W_STARTING, W_IDLE, W_BUSY };
 
@@ -44,6 +40,9 @@ struct wslot {
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
 	int admin_slot;		/* a checkpoint it is writing for vgpuctl, or -1 */
+	int moved_from;		/* resuming the session of that worker, or -1 */
+	bool moved;		/* its session went to another worker */
+	char migrate_path[64];	/* the checkpoint a move goes through */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
 		struct ckpt_answer ckpt;
@@ -120,9 +119,9 @@ static int listen_on(const char *path, unsigned int mode)
 
 static void worker_child(int ctl, int slot)
 {
+	static struct worker_handoff h;
 	struct worker w;
-	struct handoff h;
-	int fd = -1, nfds = 1, ret;
+	int fds[MIGRATE_FDS], nfds = MIGRATE_FDS, ret;
 	uint8_t ready = 1;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);	/* the daemon's end is ours */
@@ -135,11 +134,14 @@ static void worker_child(int ctl, int slot)
 	}
 	if (write(ctl, &ready, 1) != 1)
 		_exit(1);
-	ret = vgpu_recv_fds(ctl, &h, sizeof(h), &fd, &nfds);
-	if (ret != sizeof(h) || nfds != 1)
+	ret = vgpu_recv_fds(ctl, &h, sizeof(h), fds, &nfds);
+	if (ret != sizeof(h) || nfds < 1)
 		_exit(0);	/* the daemon is stopping */
 	w.stats = sv.stats ? &sv.stats[slot] : NULL;
-	ret = worker_serve(&w, fd, ctl, h.session_id);
+	if (h.type == HANDOFF_RESUME)
+		ret = worker_resume(&w, &h, fds, nfds, ctl);
+	else
+		ret = worker_serve(&w, fds[0], ctl, h.session_id);
 	_exit(ret ? 1 : 0);
 }
 
@@ -184,7 +186,8 @@ static int spawn_worker(void)
 	close(sp[1]);
 	if (sv.stats)
 		memset(&sv.stats[i], 0, sizeof(sv.stats[i]));
-	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING, .admin_slot = -1 };
+	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING, .admin_slot = -1,
+				  .moved_from = -1 };
 	arm_worker(i);
 	return 0;
 }
@@ -225,7 +228,7 @@ static bool peer_ok(int fd, struct ucred *cr)
 static void give_to_idle(int fd)
 {
 	struct ucred cr;
-	struct handoff h;
+	static struct worker_handoff h;
 
 	if (!peer_ok(fd, &cr)) {
 		close(fd);
@@ -234,7 +237,11 @@ static void give_to_idle(int fd)
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		if (!sv.w[i].pid || sv.w[i].state != W_IDLE)
 			continue;
-		h = (struct handoff){ .session_id = ++sv.next_session, .uid = cr.uid, .pid = cr.pid };
+		memset(&h, 0, sizeof(h));
+		h.session_id = ++sv.next_session;
+		h.uid = cr.uid;
+		h.pid = cr.pid;
+		h.type = HANDOFF_CLIENT;
 		if (vgpu_send_fds(sv.w[i].ctl, &h, sizeof(h), &fd, 1) < 0)
 			continue;
 		sv.w[i].state = W_BUSY;
@@ -378,6 +385,74 @@ static void on_attach_request(int i)
 		close(fd);
 }
 
+/* The verdict to the worker a session was leaving (migrate.h, step 4). */
+static void moved(int j)
+{
+	struct wslot *to = &sv.w[j], *from = &sv.w[to->moved_from];
+	struct migrate_verdict v = { .status = to->ckpt.status };
+
+	if (from->ctl >= 0 && send(from->ctl, &v, sizeof(v), MSG_NOSIGNAL) != sizeof(v))
+		vlog_warn("worker %d: cannot tell it the session moved", from->pid);
+	if (!v.status) {
+		from->moved = true;
+		vlog_info("session %llu: moved from worker %d to worker %d",
+			  (unsigned long long)to->session_id, from->pid, to->pid);
+	}
+	to->moved_from = -1;
+}
+
+/* The old worker wrote its checkpoint: give the session to an idle worker
+ * with the descriptors it sends (migrate.h, steps 2-3). */
+static void on_migrating(int i)
+{
+	static struct worker_handoff h;
+	struct wslot *ws = &sv.w[i];
+	int fds[MIGRATE_FDS], nfds = MIGRATE_FDS, j, n, slot = ws->admin_slot;
+
+	if (ws->ckpt.status) {		/* refused: the old worker serves on */
+		admin_checkpointed(slot, &ws->ckpt);
+		ws->admin_slot = -1;
+		return;
+	}
+	memset(&h, 0, sizeof(h));
+	n = vgpu_recv_fds(ws->ctl, &h.st, sizeof(h.st), fds, &nfds);
+	for (j = 0; j < MAX_WORKERS; j++)
+		if (sv.w[j].pid && sv.w[j].state == W_IDLE)
+			break;
+	if (n != sizeof(h.st) || nfds != MIGRATE_FDS || j == MAX_WORKERS) {
+		struct migrate_verdict v = { .status = -EAGAIN };
+
+		for (int k = 0; n >= 0 && k < nfds; k++)
+			close(fds[k]);
+		if (send(ws->ctl, &v, sizeof(v), MSG_NOSIGNAL) != sizeof(v))
+			vlog_warn("worker %d: cannot tell it to serve on", ws->pid);
+		admin_abort(slot, EAGAIN, j == MAX_WORKERS ? "no idle worker to move the session to"
+						 : "the session's hand-over was incomplete");
+		ws->admin_slot = -1;
+		return;
+	}
+	h.session_id = ws->session_id;
+	h.uid = ws->client_uid;
+	h.pid = ws->client_pid;
+	h.type = HANDOFF_RESUME;
+	snprintf(h.path, sizeof(h.path), "%s", ws->migrate_path);
+	n = vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, MIGRATE_FDS);
+	for (int k = 0; k < MIGRATE_FDS; k++)
+		close(fds[k]);	/* the new worker has them, and the old one still */
+	sv.w[j].state = W_BUSY;
+	sv.w[j].session_id = ws->session_id;
+	sv.w[j].client_pid = ws->client_pid;
+	sv.w[j].client_uid = ws->client_uid;
+	sv.w[j].admin_slot = slot;
+	sv.w[j].moved_from = i;
+	sv.sessions++;
+	ws->admin_slot = -1;
+	if (n < 0) {
+		sv.w[j].ckpt.status = -EPIPE;
+		moved(j);
+	}
+}
+
 static void on_worker_msg(int i, int res)
 {
 	struct wslot *ws = &sv.w[i];
@@ -393,11 +468,22 @@ static void on_worker_msg(int i, int res)
 		arm_worker(i);
 		return;
 	}
+	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_MIGRATING && ws->admin_slot >= 0) {
+		on_migrating(i);
+		arm_worker(i);
+		return;
+	}
 	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0) {
+		if (ws->moved_from >= 0)
+			moved(i);
 		admin_checkpointed(ws->admin_slot, &ws->ckpt);
 		ws->admin_slot = -1;
 		arm_worker(i);
 		return;
+	}
+	if (ws->moved_from >= 0) {	/* died while taking the session over */
+		ws->ckpt.status = -EPIPE;
+		moved(i);
 	}
 	if (ws->admin_slot >= 0) {
 		admin_abort(ws->admin_slot, EPIPE, "the session ended before its checkpoint was done");
@@ -423,7 +509,9 @@ static void reap_children(void)
 				continue;
 			if (ws->state == W_BUSY)
 				sv.sessions--;
-			if (WIFSIGNALED(status) && ws->closed)
+			if (ws->moved)
+				;	/* its session lives on in another worker */
+			else if (WIFSIGNALED(status) && ws->closed)
 				vlog_info("session %llu ended with its /dev/vgpu session",
 					  (unsigned long long)ws->session_id);
 			else if (WIFSIGNALED(status))
@@ -442,7 +530,7 @@ static void reap_children(void)
 			if (ws->ctl >= 0)
 				close(ws->ctl);
 			memset(ws, 0, sizeof(*ws));
-			ws->admin_slot = -1;
+			ws->admin_slot = ws->moved_from = -1;
 		}
 	}
 }
@@ -467,7 +555,7 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 		const struct wslot *ws = &sv.w[i];
 		struct vgpu_ctl_session *r = &out[n];
 
-		if (!ws->pid || ws->state != W_BUSY || (id && ws->session_id != id))
+		if (!ws->pid || ws->state != W_BUSY || ws->moved || (id && ws->session_id != id))
 			continue;
 		*r = (struct vgpu_ctl_session){
 			.id = ws->session_id,
@@ -526,8 +614,51 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 	return -ENOENT;
 }
 
+static int order_migrate(int slot, uint64_t id, char *why, size_t len)
+{
+	struct ckpt_order o = { .type = WORDER_MIGRATE };
+	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+
+	for (int i = 0; i < MAX_WORKERS; i++) {
+		struct wslot *ws = &sv.w[i];
+
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved)
+			continue;
+		if (ws->closed || ws->ctl < 0 || ws->moved_from >= 0) {
+			snprintf(why, len, "session %llu is ending or moving", (unsigned long long)id);
+			return -ESHUTDOWN;
+		}
+		if (ws->kmod_session) {
+			snprintf(why, len, "sessions over /dev/vgpu cannot move yet");
+			return -EOPNOTSUPP;
+		}
+		if (ws->admin_slot >= 0 || !sv.stats) {
+			snprintf(why, len, "session %llu is being checkpointed", (unsigned long long)id);
+			return -EBUSY;
+		}
+		if (!count(W_IDLE)) {
+			snprintf(why, len, "no idle worker to move the session to");
+			return -EAGAIN;
+		}
+		snprintf(ws->migrate_path, sizeof(ws->migrate_path), "%s/vgpu-move-%d-%llu.vgc", dir,
+			 (int)getpid(), (unsigned long long)id);
+		snprintf(o.path, sizeof(o.path), "%s", ws->migrate_path);
+		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
+			snprintf(why, len, "cannot reach session %llu's worker", (unsigned long long)id);
+			return -EIO;
+		}
+		ws->admin_slot = slot;
+		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
+		vlog_info("session %llu: move ordered", (unsigned long long)id);
+		return 0;
+	}
+	snprintf(why, len, "no session %llu", (unsigned long long)id);
+	return -ENOENT;
+}
+
 static const struct admin_ops admin_ops = { .list_sessions = list_sessions,
-					    .checkpoint = order_checkpoint };
+					    .checkpoint = order_checkpoint,
+					    .migrate = order_migrate };
 
 static void arm_ctl_accept(void)
 {

@@ -29,7 +29,18 @@ static struct {
 	CUevent pool[64];
 	int npool;
 	struct worker *w;
+	bool running;			/* a job taken and not yet answered */
 } q = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+bool waiter_busy(void)
+{
+	bool busy;
+
+	pthread_mutex_lock(&q.lock);
+	busy = q.head || q.running;
+	pthread_mutex_unlock(&q.lock);
+	return busy;
+}
 
 static void *waiter_main(void *arg)
 {
@@ -46,6 +57,7 @@ static void *waiter_main(void *arg)
 		q.head = j->next;
 		if (!q.head)
 			q.tail = &q.head;
+		q.running = true;
 		pthread_mutex_unlock(&q.lock);
 
 		rc = w->B.cuCtxSetCurrent(j->ctx);
@@ -54,6 +66,9 @@ static void *waiter_main(void *arg)
 		if (!j->cqe.result)
 			j->cqe.result = rc;
 		worker_post(w, &j->cqe);
+		pthread_mutex_lock(&q.lock);
+		q.running = false;
+		pthread_mutex_unlock(&q.lock);
 		if (j->own_ev) {
 			pthread_mutex_lock(&q.lock);
 			if (q.npool < 64)

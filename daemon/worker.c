@@ -20,6 +20,7 @@
 
 #include "barrier.h"
 #include "checkpoint.h"
+#include "migrate.h"
 #include "clock.h"
 #include "fdpass.h"
 #include "log.h"
@@ -343,7 +344,7 @@ static int build_region(struct worker *w, const struct vgpu_hello *h, struct vgp
 	return 0;
 }
 
-static int build_memory(struct worker *w, struct vgpu_welcome *wl)
+int worker_build_memory(struct worker *w, struct vgpu_welcome *wl)
 {
 	size_t win = w->cfg.dev_window_size;
 	CUresult rc;
@@ -386,7 +387,7 @@ static int welcome(struct worker *w, const struct vgpu_hello *h)
 	ret = build_region(w, h, &wl, &why);
 	if (!ret) {
 		why = "the worker could not set up the session";
-		ret = build_memory(w, &wl);
+		ret = worker_build_memory(w, &wl);
 	}
 	if (ret) {
 		refuse(w->sock, -ret, why);
@@ -395,6 +396,7 @@ static int welcome(struct worker *w, const struct vgpu_hello *h)
 	fds[0] = w->region_fd;
 	fds[1] = w->bell_fd;
 	fds[2] = w->pool.fd;
+	w->wl = wl;	/* a migration hands it to the next worker */
 	ret = vgpu_send_fds(w->sock, &wl, sizeof(wl), fds, 3);
 	return ret < 0 ? ret : 0;
 }
@@ -463,6 +465,9 @@ static void take_order(struct worker *w)
 	if (n == (ssize_t)sizeof(*o) && o->type == WORDER_CHECKPOINT &&
 	    memchr(o->path, 0, sizeof(o->path))) {
 		worker_checkpoint_start(w, o);
+	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_MIGRATE &&
+		   memchr(o->path, 0, sizeof(o->path))) {
+		worker_migrate_out(w, o);
 	} else if (n > 0) {
 		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -EINVAL };
 
@@ -481,28 +486,29 @@ static void orders(struct worker *w)
 		take_order(w);
 }
 
+void worker_print_to(struct worker *w, int fd)
+{
+	int old = w->print_out;
+
+	/* Device printf goes to the client's stdout from now on. */
+	pthread_mutex_lock(&w->print_lock);
+	write_once(&w->print_out, fd);
+	pthread_mutex_unlock(&w->print_lock);
+	close(old);
+}
+
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id)
 {
 	struct vgpu_hello h;
-	struct vgpu_sqe sqe;
 	const char *why;
-	uint64_t spin_start = 0;
-	unsigned int batch = 0;
 	int n, ret, out_fd = -1, nfds = 1;
 
 	w->sock = client_sock;
 	w->ctl = ctl;
 	w->session_id = session_id;
 	n = vgpu_recv_fds(client_sock, &h, sizeof(h), &out_fd, &nfds);
-	/* Device printf goes to the client's stdout from now on. */
-	if (nfds == 1) {
-		int old = w->print_out;
-
-		pthread_mutex_lock(&w->print_lock);
-		write_once(&w->print_out, out_fd);
-		pthread_mutex_unlock(&w->print_lock);
-		close(old);
-	}
+	if (nfds == 1)
+		worker_print_to(w, out_fd);
 	if (n >= 8 && h.magic == VGPU_PROTO_MAGIC && h.version != VGPU_PROTO_VERSION) {
 		refuse(client_sock, EPROTONOSUPPORT,
 		       "protocol version mismatch: update the runtime or the daemon");
@@ -534,7 +540,17 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 		memcpy(w->stats->comm, h.comm, sizeof(w->stats->comm) - 1);
 		strcpy(w->stats->carrier, h.carrier == VGPU_CARRIER_KMOD ? "kmod" : "memfd");
 	}
-	while (!read_once(&w->dead)) {
+	memcpy(w->comm, h.comm, sizeof(w->comm) - 1);
+	return worker_loop(w);
+}
+
+int worker_loop(struct worker *w)
+{
+	struct vgpu_sqe sqe;
+	uint64_t spin_start = 0;
+	unsigned int batch = 0;
+
+	while (!read_once(&w->dead) && !w->moved) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
 			spin_start = 0;
@@ -562,8 +578,10 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 			break;
 		spin_start = 0;
 	}
+	if (w->moved)
+		return 0;	/* another worker serves the session now */
 	write_once(&w->ring.sh->state, VGPU_WORKER_DEAD);
-	vlog_info("session %llu: client gone", (unsigned long long)session_id);
+	vlog_info("session %llu: client gone", (unsigned long long)w->session_id);
 	worker_checkpoint_finish(w);
 	return 0;
 }

@@ -76,6 +76,9 @@ struct worker {
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
 	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
 	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
+	struct vgpu_welcome wl;		/* what the client was told: the layout */
+	char comm[16];			/* the client's command */
+	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 };
@@ -124,6 +127,12 @@ int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
 /* worker.c */
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id);
+/* Serves the session's ring until the client goes or the session moves. */
+int worker_loop(struct worker *w);
+/* The session's device window and host pool; fills wl's fields for them. */
+int worker_build_memory(struct worker *w, struct vgpu_welcome *wl);
+/* Device printf output goes to fd (the client's stdout) from now on. */
+void worker_print_to(struct worker *w, int fd);
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);
@@ -136,7 +145,11 @@ CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *e
 struct global_range {
 	uint64_t addr, size;
 	uint32_t module;
+	char *name;		/* as the client looked it up */
 };
+/* exec_module.c: a global the client knows (a restore re-makes the list). */
+void worker_remember_global(struct worker *w, uint64_t addr, uint64_t size, uint32_t module,
+			    const char *name);
 
 /* exec_module.c: [p, p + len) inside a module global the client knows. */
 int worker_global_contains(struct worker *w, uint64_t p, uint64_t len);
@@ -149,6 +162,8 @@ bool worker_capturing(struct worker *w, CUstream st);
 
 /* waiter.c: finish a reply once GPU work is done, off the main thread. */
 int waiter_start(struct worker *w);
+/* A wait is queued or being answered. */
+bool waiter_busy(void);
 void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
 			const struct vgpu_cqe *cqe);
 void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);

@@ -20,6 +20,8 @@ static const struct vgpuctl_cmd cmds[] = {
 	{ "checkpoint", vgpuctl_checkpoint,
 	  "SESSION -o FILE [--compress] [--direct] [--json] [--control PATH | --socket PATH]",
 	  "write a session's GPU state to FILE (the program pauses while it is copied)" },
+	{ "migrate", vgpuctl_migrate, "SESSION [--json] [--control PATH | --socket PATH]",
+	  "move a live session to another worker (the program waits meanwhile)" },
 	{ "stats", vgpuctl_stats, "[--json]",
 	  "show the module's counters" },
 	{ "events", vgpuctl_events, "[--json] [--count N]",

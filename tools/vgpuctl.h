@@ -35,6 +35,7 @@ int vgpuctl_kill(int argc, char **argv);
 int vgpuctl_version(int argc, char **argv);
 int vgpuctl_cdi(int argc, char **argv);
 int vgpuctl_checkpoint(int argc, char **argv);
+int vgpuctl_migrate(int argc, char **argv);
 
 /* "usage: vgpuctl NAME ARGS" for one command, to stderr; returns 2. */
 int vgpuctl_usage(const char *name);
@@ -60,6 +61,13 @@ const char *vgpuctl_size(uint64_t bytes, char *buf, size_t len);
 int vgpuctl_parse_id(const char *s, uint64_t *id);
 
 /* vgpuctl_daemon.c: vgpud's control socket. */
+/* The options every daemon command takes, and the session id. */
+struct vgpuctl_ctl_args {
+	int json;
+	const char *control, *socket, *id;
+};
+/* Takes argv[*i] (with its value) if it is one of those: 1; else 0. */
+int vgpuctl_ctl_arg(int argc, char **argv, int *i, struct vgpuctl_ctl_args *a);
 /* --control, else beside --socket, VGPU_SOCKET or the default socket. */
 const char *vgpuctl_control_path(const char *control, const char *socket, char *buf, size_t len);
 /* 0 listed, 1 failed (said why), -errno: nobody to ask at path. */

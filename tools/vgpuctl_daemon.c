@@ -12,12 +12,30 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vgpu/ctl.h"
 
 #define DEFAULT_SOCKET "/run/vgpu/vgpud.sock"
 #define VGPUCTL_REFUSED (-100000)	/* not an errno: the daemon said no */
+
+int vgpuctl_ctl_arg(int argc, char **argv, int *i, struct vgpuctl_ctl_args *a)
+{
+	const char *arg = argv[*i];
+
+	if (!strcmp(arg, "--json"))
+		a->json = 1;
+	else if (!strcmp(arg, "--control") && *i + 1 < argc)
+		a->control = argv[++*i];
+	else if (!strcmp(arg, "--socket") && *i + 1 < argc)
+		a->socket = argv[++*i];
+	else if (!a->id && arg[0] != '-')
+		a->id = arg;
+	else
+		return 0;
+	return 1;
+}
 
 const char *vgpuctl_control_path(const char *control, const char *socket, char *buf, size_t len)
 {
@@ -165,6 +183,81 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
 	return 0;
 }
 
+/*
+ * Sends a request whose answer comes when the work is done (no timeout),
+ * then reads the record; says why on stderr and returns -1 if there is none.
+ */
+static int ask_and_wait(const char *path, const void *msg, size_t len,
+			struct vgpu_ctl_checkpoint *res, const char *what, const char *id)
+{
+	struct vgpu_ctl_reply rep;
+	int fd = ctl_connect(path);
+
+	if (fd < 0) {
+		vgpuctl_control_error(path, fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
+	if (send(fd, msg, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC ||
+	    (!rep.status && recv(fd, res, sizeof(*res), 0) != sizeof(*res))) {
+		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = 0;
+		fprintf(stderr, "vgpuctl: %s of session %s: %s\n", what, id, rep.message);
+		return -1;
+	}
+	return 0;
+}
+
+int vgpuctl_migrate(int argc, char **argv)
+{
+	struct vgpu_ctl_req q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+				  .op = VGPU_CTL_MIGRATE };
+	struct vgpuctl_ctl_args a = { 0 };
+	struct vgpu_ctl_checkpoint res;
+	struct timespec t0, t1;
+	char buf[108], dev[16];
+	const char *id, *path;
+	uint64_t downtime;
+
+	for (int i = 1; i < argc; i++)
+		if (!vgpuctl_ctl_arg(argc, argv, &i, &a))
+			return vgpuctl_usage(argv[0]);
+	id = a.id;
+	if (!id)
+		return vgpuctl_usage(argv[0]);
+	if (vgpuctl_parse_id(id, &q.session) || !q.session) {
+		fprintf(stderr, "vgpuctl: '%s' is not a session id\n", id);
+		return VGPUCTL_USAGE;
+	}
+	path = vgpuctl_control_path(a.control, a.socket, buf, sizeof(buf));
+	if (!path) {
+		fprintf(stderr, "vgpuctl: socket path too long\n");
+		return VGPUCTL_USAGE;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (ask_and_wait(path, &q, sizeof(q), &res, "move", id))
+		return VGPUCTL_FAIL;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* The program waits from the order to the new worker's answer. */
+	downtime = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec;
+	if (a.json)
+		printf("{\"session\": %" PRIu64 ", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %"
+		       PRIu64 ", \"restore_ns\": %" PRIu64 ", \"downtime_ns\": %" PRIu64 "}\n",
+		       q.session, res.device_bytes, res.host_bytes, res.stall_ns, downtime);
+	else
+		printf("session %" PRIu64 " moved to a new worker: %s of device memory rebuilt in "
+		       "%.3f s; the program waited %.3f s\n", q.session,
+		       vgpuctl_size(res.device_bytes, dev, sizeof(dev)), res.stall_ns / 1e9,
+		       downtime / 1e9);
+	return VGPUCTL_OK;
+}
+
 /* An absolute path for @file (its folder must exist), or NULL. */
 static char *absolute(const char *file)
 {
@@ -196,31 +289,25 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		char path[VGPU_CTL_MAX_ARG];
 	} m = { .q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
 		       .op = VGPU_CTL_CHECKPOINT } };
-	const char *out = NULL, *control = NULL, *socket = NULL, *id = NULL, *path;
+	struct vgpuctl_ctl_args a = { 0 };
+	const char *out = NULL, *id, *path;
 	struct vgpu_ctl_checkpoint res;
-	struct vgpu_ctl_reply rep;
 	char buf[108], *file;
-	int json = 0, fd;
 	size_t len;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--compress"))
+		if (vgpuctl_ctl_arg(argc, argv, &i, &a))
+			continue;
+		if (!strcmp(argv[i], "--compress"))
 			m.q.flags |= VGPU_CTL_F_COMPRESS;
 		else if (!strcmp(argv[i], "--direct"))
 			m.q.flags |= VGPU_CTL_F_DIRECT;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
-		else if (!strcmp(argv[i], "--control") && i + 1 < argc)
-			control = argv[++i];
-		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
-			socket = argv[++i];
-		else if (!id && argv[i][0] != '-')
-			id = argv[i];
 		else
 			return vgpuctl_usage(argv[0]);
 	}
+	id = a.id;
 	if (!id || !out)
 		return vgpuctl_usage(argv[0]);
 	if (vgpuctl_parse_id(id, &m.q.session) || !m.q.session) {
@@ -236,36 +323,17 @@ int vgpuctl_checkpoint(int argc, char **argv)
 	}
 	memcpy(m.path, file, len);
 	m.q.arg_len = (uint32_t)len;
-	path = vgpuctl_control_path(control, socket, buf, sizeof(buf));
+	path = vgpuctl_control_path(a.control, a.socket, buf, sizeof(buf));
 	if (!path) {
 		free(file);
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;
 	}
-	fd = ctl_connect(path);
-	if (fd < 0) {
-		free(file);
-		vgpuctl_control_error(path, fd);
-		return VGPUCTL_FAIL;
-	}
-	/* No timeout: the answer comes when the file is written. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
-	if (send(fd, &m, sizeof(m.q) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m.q) + len) ||
-	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC ||
-	    (!rep.status && recv(fd, &res, sizeof(res), 0) != sizeof(res))) {
-		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
-		close(fd);
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", id)) {
 		free(file);
 		return VGPUCTL_FAIL;
 	}
-	close(fd);
-	if (rep.status) {
-		rep.message[sizeof(rep.message) - 1] = 0;
-		fprintf(stderr, "vgpuctl: checkpoint of session %s: %s\n", id, rep.message);
-		free(file);
-		return VGPUCTL_FAIL;
-	}
-	if (json) {
+	if (a.json) {
 		printf("{\"session\": %" PRIu64 ", \"file\": ", m.q.session);
 		vgpuctl_json_str(stdout, file);
 		printf(", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64

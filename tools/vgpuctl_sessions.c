@@ -141,33 +141,31 @@ static int module_sessions(const char *id, int json)
 
 int vgpuctl_sessions(int argc, char **argv)
 {
-	const char *id = NULL, *control = NULL, *socket = NULL, *path;
-	int json = 0, module = 0, ret;
+	struct vgpuctl_ctl_args a = { 0 };
+	const char *id, *control, *path;
+	int json, module = 0, ret;
 	uint64_t sid = 0;
 	struct stat st;
 	char buf[108];
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--module"))
+		if (vgpuctl_ctl_arg(argc, argv, &i, &a))
+			continue;
+		if (!strcmp(argv[i], "--module"))
 			module = 1;
-		else if (!strcmp(argv[i], "--control") && i + 1 < argc)
-			control = argv[++i];
-		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
-			socket = argv[++i];
-		else if (!id && argv[i][0] != '-')
-			id = argv[i];
 		else
 			return vgpuctl_usage(argv[0]);
 	}
+	id = a.id;
+	json = a.json;
+	control = a.control;
 	if (module)
 		return module_sessions(id, json);
 	if (id && vgpuctl_parse_id(id, &sid)) {
 		fprintf(stderr, "vgpuctl: '%s' is not a session id\n", id);
 		return VGPUCTL_USAGE;
 	}
-	path = vgpuctl_control_path(control, socket, buf, sizeof(buf));
+	path = vgpuctl_control_path(control, a.socket, buf, sizeof(buf));
 	if (!path) {
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;

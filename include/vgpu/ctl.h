@@ -30,6 +30,13 @@
  *               spare, or with DIRECT, the state goes straight to the file
  *               while the program waits. The daemon writes as itself: the
  *               control socket's mode decides who may ask.
+ *   MIGRATE     session (required); no argument, no flags. The session moves
+ *               to another worker, its state rebuilt there at the same
+ *               addresses under the same handles; the program's calls wait
+ *               meanwhile and it notices nothing else. One
+ *               struct vgpu_ctl_checkpoint record: stall_ns is the time the
+ *               program waited. If the move fails, the session stays where
+ *               it was and the error says why.
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -47,6 +54,7 @@
 enum vgpu_ctl_op {
 	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
 	VGPU_CTL_CHECKPOINT = 2,	/* record: struct vgpu_ctl_checkpoint */
+	VGPU_CTL_MIGRATE = 3,	/* record: struct vgpu_ctl_checkpoint */
 };
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */

@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, SESSIONS, CHECKPOINT = 0x4C544356, 1, 1, 2
+MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE = 0x4C544356, 1, 1, 2, 3
 
 
 def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
@@ -52,6 +52,13 @@ def main():
          "unknown flags"),
         ("checkpoint of no session", req(op=CHECKPOINT, session=987654321, arg=b"/tmp/x\0"),
          -errno.ENOENT, "no session 987654321"),
+        ("migrate without a session", req(op=MIGRATE), -errno.EINVAL, "needs a session"),
+        ("migrate with an argument", req(op=MIGRATE, session=1, arg=b"/x\0"), -errno.EINVAL,
+         "no argument"),
+        ("migrate with a flag", req(op=MIGRATE, session=1, flags=1), -errno.EINVAL,
+         "unknown flags"),
+        ("migrate of no session", req(op=MIGRATE, session=987654321), -errno.ENOENT,
+         "no session 987654321"),
         ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
         ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
         ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),

@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Both ends of a session's move (migrate.h): the old worker's hand-over,
+ * and the new worker's rebuild from the checkpoint file, every object
+ * under the id the client knows and every allocation at its address.
+ */
+#include "migrate.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "ckpt.h"
+#include "clock.h"
+#include "fdpass.h"
+#include "log.h"
+#include "retained.h"
+#include "worker.h"
+
+#define BOUNCE (8u << 20)	/* device bytes go through this, pinned */
+
+/* ---- the old worker ------------------------------------------------------ */
+
+static void say(struct worker *w, struct ckpt_answer *a)
+{
+	if (send(w->ctl, a, sizeof(*a), MSG_NOSIGNAL) != sizeof(*a))
+		vlog_warn("session %llu: cannot answer the supervisor: %s",
+			  (unsigned long long)w->session_id, strerror(errno));
+}
+
+__attribute__((format(printf, 3, 4)))
+static int refuse_move(struct worker *w, int err, const char *fmt, ...)
+{
+	struct ckpt_answer a = { .type = WMSG_MIGRATING, .status = err };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a.message, sizeof(a.message), fmt, ap);
+	va_end(ap);
+	vlog_warn("session %llu: not moved: %s", (unsigned long long)w->session_id, a.message);
+	say(w, &a);
+	return err;
+}
+
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o)
+{
+	struct ckpt_answer a = { 0 };
+	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
+	struct migrate_verdict v;
+	int fds[MIGRATE_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd, w->print_out };
+
+	if (w->ring.kmod)
+		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
+	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE))
+		return (void)refuse_move(w, -EBUSY, "host callbacks are pending");
+	for (int i = 0; i < 2000 && waiter_busy(); i++)
+		usleep(1000);
+	if (waiter_busy())
+		return (void)refuse_move(w, -EBUSY, "a wait is still being answered");
+	if (worker_checkpoint_file(w, o, &a)) {
+		a.type = WMSG_MIGRATING;
+		say(w, &a);
+		return;
+	}
+	worker_sq_release(&w->ring);	/* every entry taken is the next worker's */
+	memcpy(st.comm, w->comm, sizeof(st.comm));
+	a.type = WMSG_MIGRATING;
+	say(w, &a);
+	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_FDS) < 0) {
+		vlog_warn("session %llu: cannot hand the session over: %s",
+			  (unsigned long long)w->session_id, strerror(errno));
+		return;
+	}
+	/* The client waits until the supervisor says who serves it. */
+	if (recv(w->ctl, &v, sizeof(v), 0) != sizeof(v))
+		v.status = -EPIPE;
+	if (v.status) {
+		vlog_warn("session %llu: the move failed (%d): serving on",
+			  (unsigned long long)w->session_id, v.status);
+		unlink(o->path);
+		return;
+	}
+	vlog_info("session %llu: moved to another worker", (unsigned long long)w->session_id);
+	w->moved = true;
+}
+
+/* ---- the new worker ------------------------------------------------------ */
+
+struct rebuild {
+	struct worker *w;
+	struct vgpu_ckpt_reader *r;
+	void *bounce;
+	struct vgpu_ckpt_handle *h;	/* which context owns which handle */
+	size_t nh;
+	char *why;
+	size_t why_len;
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct rebuild *b, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->why, b->why_len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* Section i whole into a fresh buffer of at most @cap bytes. */
+static int read_all(struct rebuild *b, int i, void **out, size_t *len, size_t cap)
+{
+	const struct vgpu_ckpt_section *s;
+	uint8_t *buf;
+	size_t got = 0;
+	ssize_t n;
+
+	if (i < 0)
+		return fail(b, -EBADMSG, "the checkpoint lacks a section it refers to");
+	s = vgpu_ckpt_section_at(b->r, (unsigned)i);
+	if (s->raw_len > cap || vgpu_ckpt_read_begin(b->r, (unsigned)i))
+		return fail(b, -EBADMSG, "section %d of the checkpoint is too large", i);
+	buf = malloc(s->raw_len + 1);
+	if (!buf)
+		return fail(b, -ENOMEM, "out of memory reading the checkpoint");
+	while ((n = vgpu_ckpt_read(b->r, buf + got, s->raw_len + 1 - got)) > 0)
+		got += (size_t)n;
+	if (n < 0 || got != s->raw_len) {
+		free(buf);
+		return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
+	}
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* A table section: its records (n of @size) and the blob behind them. */
+static int read_table(struct rebuild *b, uint32_t type, uint64_t id, size_t size, void **rec,
+		      size_t *n, size_t *blob_off)
+{
+	int i = vgpu_ckpt_find(b->r, type, id);
+	size_t len;
+	int ret;
+
+	*rec = NULL;
+	*n = 0;
+	if (i < 0)
+		return 0;	/* nothing of that kind */
+	ret = read_all(b, i, rec, &len, 1ull << 30);
+	if (ret)
+		return ret;
+	*n = vgpu_ckpt_section_at(b->r, (unsigned)i)->aux;
+	if (*n > len / size)
+		return fail(b, -EBADMSG, "a record table of the checkpoint overruns its section");
+	*blob_off = *n * size;
+	return 0;
+}
+
+static uint64_t owner_of(struct rebuild *b, uint32_t kind, uint64_t handle)
+{
+	for (size_t i = 0; i < b->nh; i++)
+		if (b->h[i].kind == kind && b->h[i].client == handle)
+			return b->h[i].object;
+	return 0;
+}
+
+static int use_ctx(struct rebuild *b, uint64_t ctx)
+{
+	CUresult rc = worker_use_ctx(b->w, (uint32_t)ctx);
+
+	return rc ? fail(b, -EIO, "context %llu cannot be made current (CUDA error %d)",
+			 (unsigned long long)ctx, rc) : 0;
+}
+
+static int contexts(struct rebuild *b)
+{
+	struct worker *w = b->w;
+
+	for (unsigned i = 0; i < vgpu_ckpt_count(b->r); i++) {
+		const struct vgpu_ckpt_section *s = vgpu_ckpt_section_at(b->r, i);
+		struct vgpu_ckpt_setting *set;
+		uint32_t id = (uint32_t)s->id, dev;
+		size_t n, len;
+		CUcontext c;
+		int ret;
+
+		if (s->type != VGPU_CKPT_SEC_CONTEXT)
+			continue;
+		ret = read_all(b, (int)i, (void **)&set, &len, 1 << 20);
+		if (ret)
+			return ret;
+		n = s->aux <= len / sizeof(*set) ? s->aux : 0;
+		if (!n || set[0].key != VGPU_CKPT_CTX_FLAGS << 16 ||
+		    (dev = (uint32_t)set[0].value) >= (uint32_t)w->device_count) {
+			free(set);
+			return fail(b, -EBADMSG, "context %u of the checkpoint is malformed", id);
+		}
+		if (set[0].value >> 32 & 1) {
+			c = w->primary[dev];
+			w->primary_refs[dev]++;
+		} else if (w->B.cuCtxCreate_v4(&c, NULL, 0, w->devices[dev])) {
+			free(set);
+			return fail(b, -EIO, "context %u cannot be created again", id);
+		}
+		if (obj_insert(&w->ctxs, id, c, set[0].value, NULL)) {
+			free(set);
+			return fail(b, -EBADMSG, "context %u appears twice", id);
+		}
+		ret = use_ctx(b, id);
+		for (size_t k = 1; !ret && k < n; k++)
+			if (set[k].key >> 16 == VGPU_CKPT_CTX_LIMIT)
+				w->B.cuCtxSetLimit((CUlimit)(set[k].key & 0xffff), set[k].value);
+		free(set);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Device allocations at their addresses with their bytes; the pool's
+ * blocks registered (their bytes are in the pool itself, shared). */
+static int memory(struct rebuild *b, int pool_fd)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_alloc *a;
+	uint64_t *haddr = NULL, *hsize = NULL;
+	size_t n, off, nh = 0;
+	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off);
+
+	if (ret)
+		return ret;
+	haddr = calloc(n + 1, sizeof(*haddr));
+	hsize = calloc(n + 1, sizeof(*hsize));
+	if (!haddr || !hsize)
+		ret = fail(b, -ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < n; i++) {
+		CUresult rc;
+		ssize_t got;
+		uint64_t at;
+		int k;
+
+		if (a[i].kind == VGPU_CKPT_MEM_HOST) {
+			haddr[nh] = a[i].addr;
+			hsize[nh++] = a[i].size;
+			continue;
+		}
+		rc = vmem_alloc_at(&w->vmem, w->devices[0], a[i].addr, a[i].size);
+		if (rc) {
+			ret = fail(b, -EIO, "device memory at %#llx (%llu bytes) cannot be had again "
+				   "at that address (CUDA error %d)",
+				   (unsigned long long)a[i].addr, (unsigned long long)a[i].size, rc);
+			break;
+		}
+		k = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_ALLOC_DATA, a[i].data_id);
+		if (k < 0 || vgpu_ckpt_section_at(b->r, (unsigned)k)->raw_len != a[i].size ||
+		    vgpu_ckpt_read_begin(b->r, (unsigned)k)) {
+			ret = fail(b, -EBADMSG, "the bytes of the allocation at %#llx are missing",
+				   (unsigned long long)a[i].addr);
+			break;
+		}
+		at = a[i].addr;
+		while ((got = vgpu_ckpt_read(b->r, b->bounce, BOUNCE)) > 0) {
+			rc = w->B.cuMemcpyHtoDAsync_v2(at, b->bounce, (size_t)got, NULL);
+			if (!rc)
+				rc = w->B.cuStreamSynchronize(NULL);
+			if (rc) {
+				ret = fail(b, -EIO, "writing device memory at %#llx failed (CUDA "
+					   "error %d)", (unsigned long long)at, rc);
+				break;
+			}
+			at += (uint64_t)got;
+		}
+		if (!ret && got < 0)
+			ret = fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
+	}
+	if (!ret && (ret = hostpool_adopt(&w->pool, pool_fd, haddr, hsize, nh)))
+		fail(b, ret, "the pinned host pool cannot be taken over: %s", strerror(-ret));
+	free(haddr);
+	free(hsize);
+	free(a);
+	return ret;
+}
+
+static int modules(struct rebuild *b)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_module *m;
+	size_t n, off;
+	int ret = read_table(b, VGPU_CKPT_SEC_MODULES, 0, sizeof(*m), (void **)&m, &n, &off);
+
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct retained_image *img;
+		uint64_t ctx = owner_of(b, VGPU_CKPT_HANDLE_MODULE, m[i].handle);
+		void *bytes;
+		size_t len;
+		CUmodule mod;
+
+		ret = read_all(b, vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_MODULE_IMAGE, m[i].image_id),
+			       &bytes, &len, 4ull << 30);
+		if (!ret)
+			ret = use_ctx(b, ctx);
+		if (ret)
+			break;
+		img = malloc(sizeof(*img) + len);
+		if (!img || w->B.cuModuleLoadData(&mod, bytes)) {
+			free(img);
+			free(bytes);
+			ret = fail(b, -EIO, "module %llu cannot be loaded again",
+				   (unsigned long long)m[i].handle);
+			break;
+		}
+		img->len = len;
+		memcpy(img->bytes, bytes, len);
+		free(bytes);
+		if (obj_insert(&w->modules, (uint32_t)m[i].handle, mod, ctx, img))
+			ret = fail(b, -EBADMSG, "module %llu appears twice",
+				   (unsigned long long)m[i].handle);
+	}
+	free(m);
+	return ret;
+}
+
+/* A name from a table's blob, NUL-terminated in @buf. */
+static const char *name_at(const uint8_t *blob, size_t blob_len, uint32_t off, uint32_t len,
+			   char *buf, size_t cap)
+{
+	if (off > blob_len || len > blob_len - off || len >= cap || !len)
+		return NULL;
+	memcpy(buf, blob + off, len);
+	buf[len] = 0;
+	return buf;
+}
+
+static int functions(struct rebuild *b)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_function *f;
+	size_t n, off, len = 0;
+	int ret = read_table(b, VGPU_CKPT_SEC_FUNCTIONS, 0, sizeof(*f), (void **)&f, &n, &off);
+	int i = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_FUNCTIONS, 0);
+
+	if (i >= 0)
+		len = vgpu_ckpt_section_at(b->r, (unsigned)i)->raw_len;
+	for (size_t k = 0; !ret && k < n; k++) {
+		struct obj_entry *m = obj_get(&w->modules, (uint32_t)f[k].module);
+		char name[VGPU_MAX_NAME + 1];
+		const char *nm = name_at((uint8_t *)f + off, len - off, f[k].name_off,
+					 f[k].name_len, name, sizeof(name));
+		CUfunction fn;
+		char *kept;
+
+		if (!m || !nm) {
+			ret = fail(b, -EBADMSG, "function %llu of the checkpoint is malformed",
+				   (unsigned long long)f[k].handle);
+			break;
+		}
+		ret = use_ctx(b, m->aux);
+		if (ret)
+			break;
+		if (w->B.cuModuleGetFunction(&fn, m->obj, nm) || !(kept = strdup(nm))) {
+			ret = fail(b, -EIO, "function %s cannot be found again", nm);
+			break;
+		}
+		if (obj_insert(&w->funcs, (uint32_t)f[k].handle, fn, f[k].module, kept))
+			ret = fail(b, -EBADMSG, "function %llu appears twice",
+				   (unsigned long long)f[k].handle);
+	}
+	free(f);
+	return ret;
+}
+
+/* Globals: found again by name, where they were, with their values. */
+static int globals(struct rebuild *b)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_global *g;
+	size_t n, off, len = 0;
+	int ret = read_table(b, VGPU_CKPT_SEC_GLOBALS, 0, sizeof(*g), (void **)&g, &n, &off);
+	int i = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_GLOBALS, 0);
+
+	if (i >= 0)
+		len = vgpu_ckpt_section_at(b->r, (unsigned)i)->raw_len;
+	for (size_t k = 0; !ret && k < n; k++) {
+		const uint8_t *blob = (uint8_t *)g + off;
+		struct obj_entry *m = obj_get(&w->modules, (uint32_t)g[k].module);
+		char name[VGPU_MAX_NAME + 1];
+		const char *nm = name_at(blob, len - off, g[k].name_off, g[k].name_len, name,
+					 sizeof(name));
+		CUdeviceptr p;
+		size_t size;
+
+		if (!m || !nm || g[k].value_off > len - off || g[k].size > len - off - g[k].value_off) {
+			ret = fail(b, -EBADMSG, "a global of the checkpoint is malformed");
+			break;
+		}
+		ret = use_ctx(b, m->aux);
+		if (ret)
+			break;
+		if (w->B.cuModuleGetGlobal_v2(&p, &size, m->obj, nm) || p != g[k].addr ||
+		    size != g[k].size) {
+			ret = fail(b, -EIO, "the driver put global %s elsewhere (%#llx, was %#llx): "
+				   "the program holds its old address", nm, (unsigned long long)p,
+				   (unsigned long long)g[k].addr);
+			break;
+		}
+		if (w->B.cuMemcpyHtoDAsync_v2(p, blob + g[k].value_off, size, NULL) ||
+		    w->B.cuStreamSynchronize(NULL)) {
+			ret = fail(b, -EIO, "global %s cannot be written", nm);
+			break;
+		}
+		worker_remember_global(w, p, size, (uint32_t)g[k].module, nm);
+	}
+	free(g);
+	return ret;
+}
+
+static int streams_events(struct rebuild *b)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_stream *s = NULL;
+	struct vgpu_ckpt_event *e = NULL;
+	size_t ns, ne, off;
+	int ret = read_table(b, VGPU_CKPT_SEC_STREAMS, 0, sizeof(*s), (void **)&s, &ns, &off);
+
+	for (size_t k = 0; !ret && k < ns; k++) {
+		uint64_t ctx = owner_of(b, VGPU_CKPT_HANDLE_STREAM, s[k].handle);
+		struct retained_stream *info = malloc(sizeof(*info));
+		CUstream st;
+
+		ret = info ? use_ctx(b, ctx) : fail(b, -ENOMEM, "out of memory");
+		if (ret) {
+			free(info);
+			break;
+		}
+		*info = (struct retained_stream){ s[k].flags, s[k].priority };
+		if (w->B.cuStreamCreateWithPriority(&st, s[k].flags, s[k].priority)) {
+			free(info);
+			ret = fail(b, -EIO, "stream %llu cannot be created again",
+				   (unsigned long long)s[k].handle);
+		} else if (obj_insert(&w->streams, (uint32_t)s[k].handle, st, ctx, info)) {
+			ret = fail(b, -EBADMSG, "stream %llu appears twice",
+				   (unsigned long long)s[k].handle);
+		}
+	}
+	if (!ret)
+		ret = read_table(b, VGPU_CKPT_SEC_EVENTS, 0, sizeof(*e), (void **)&e, &ne, &off);
+	for (size_t k = 0; !ret && k < ne; k++) {
+		CUevent ev;
+
+		if (w->B.cuEventCreate(&ev, e[k].flags))
+			ret = fail(b, -EIO, "event %llu cannot be created again",
+				   (unsigned long long)e[k].handle);
+		else if (obj_insert(&w->events, (uint32_t)e[k].handle, ev, e[k].flags, NULL))
+			ret = fail(b, -EBADMSG, "event %llu appears twice",
+				   (unsigned long long)e[k].handle);
+	}
+	free(s);
+	free(e);
+	return ret;
+}
+
+/* The ring as the old worker left it: everything it took was released. */
+static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
+{
+	const struct vgpu_welcome *wl = &st->wl;
+	struct vgpu_ring *r = &w->ring;
+	void *base = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	int ret;
+
+	if (base == MAP_FAILED)
+		return -errno;
+	ret = vgpu_ring_attach(r, base, wl->region_size, wl);
+	if (ret)
+		return ret;
+	w->region = base;
+	w->region_fd = fds[1];
+	w->bell_fd = r->bell = fds[2];
+	r->sq_local = r->sq_published = load_acquire(r->sq_head);
+	r->cq_local = load_acquire(r->cq_tail);
+	r->peer_seen = load_acquire(r->cq_head);
+	r->payload_local = r->payload_published = load_acquire(&r->sh->payload_head);
+	w->pbuf = malloc(r->payload_size / 2);
+	if (!w->pbuf)
+		return -ENOMEM;
+	if (w->B.cuMemHostRegister_v2(r->staging, (size_t)r->staging_chunk * r->staging_chunks,
+				      CU_MEMHOSTREGISTER_PORTABLE))
+		vlog_warn("worker: staging not pinned; pageable copies will be slower");
+	return 0;
+}
+
+int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
+		  int ctl)
+{
+	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+	struct rebuild b = { .w = w, .why = a.message, .why_len = sizeof(a.message) };
+	struct vgpu_welcome wl = h->st.wl;
+	struct vgpu_ckpt_expect ex = { 0 };
+	struct vgpu_ckpt_gpu gpu;
+	char err[VGPU_CKPT_MSG];
+	uint64_t t0 = vgpu_now_ns();
+	uint32_t driver;
+	size_t off;
+	int ret;
+
+	w->ctl = ctl;
+	w->session_id = h->session_id;
+	if (nfds != MIGRATE_FDS) {
+		a.status = -EINVAL;
+		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
+		goto out;
+	}
+	w->sock = fds[0];
+	worker_print_to(w, fds[4]);
+	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
+	w->wl = wl;
+	w->deferred = h->st.deferred;
+	ret = waiter_start(w);
+	if (!ret && (ret = take_ring(w, &h->st, fds)))
+		snprintf(a.message, sizeof(a.message), "the session's rings cannot be mapped");
+	if (!ret && (ret = worker_build_memory(w, &wl)))
+		snprintf(a.message, sizeof(a.message), "the session's memory cannot be set up");
+	if (!ret && (wl.dev_window_base != h->st.wl.dev_window_base ||
+		     wl.host_pool_base != h->st.wl.host_pool_base)) {
+		ret = -EADDRNOTAVAIL;
+		snprintf(a.message, sizeof(a.message), "the session's address windows are taken");
+	}
+	if (ret) {
+		a.status = ret;
+		goto out;
+	}
+	worker_gpu_identity(w, &gpu, &driver);
+	ex.gpu = &gpu;
+	ex.driver_version = driver;
+	ret = vgpu_ckpt_reader_open(&b.r, h->path, &ex, VGPU_CKPT_VERIFY, err);
+	if (ret) {
+		a.status = ret;
+		memcpy(a.message, err, sizeof(a.message) - 1);	/* cut to fit */
+		goto out;
+	}
+	b.bounce = malloc(BOUNCE);
+	if (!b.bounce)
+		ret = fail(&b, -ENOMEM, "out of memory");
+	else if (w->B.cuMemHostRegister_v2(b.bounce, BOUNCE, 0))
+		vlog_warn("worker: restore buffer not pinned; the move will be slower");
+	if (!ret)
+		ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
+	if (!ret)
+		ret = contexts(&b);
+	if (!ret)
+		ret = memory(&b, fds[3]);
+	if (!ret)
+		ret = modules(&b);
+	if (!ret)
+		ret = functions(&b);
+	if (!ret)
+		ret = globals(&b);
+	if (!ret)
+		ret = streams_events(&b);
+	if (b.bounce) {
+		w->B.cuMemHostUnregister(b.bounce);
+		free(b.bounce);
+	}
+	free(b.h);
+	vgpu_ckpt_reader_close(b.r);
+	w->cur_ctx = 0;
+	a.status = ret;
+out:
+	a.result.stall_ns = a.result.total_ns = vgpu_now_ns() - t0;
+	a.result.device_bytes = w->vmem.in_use;
+	a.result.host_bytes = w->pool.in_use;
+	if (a.status) {
+		vlog_warn("session %llu: cannot take the session over: %s",
+			  (unsigned long long)w->session_id, a.message);
+		say(w, &a);
+		return a.status;
+	}
+	unlink(h->path);
+	if (w->stats) {
+		memcpy(w->stats->comm, w->comm, sizeof(w->stats->comm) - 1);
+		strcpy(w->stats->carrier, "memfd");
+	}
+	vlog_info("session %llu: taken over from another worker in %.3f s",
+		  (unsigned long long)w->session_id, a.result.total_ns / 1e9);
+	say(w, &a);
+	return worker_loop(w);
+}

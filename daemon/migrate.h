@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Moving a live session to another worker (vgpuctl migrate), the client
+ * none the wiser: its rings, doorbell, pinned pool and socket stay where
+ * they are; only the worker behind them changes.
+ *
+ *   1. supervisor -> old worker: WORDER_MIGRATE with a file to use.
+ *   2. old worker: drains, writes a checkpoint to the file, hands every
+ *      entry it took back to the ring, answers WMSG_MIGRATING, then sends
+ *      struct migrate_state with the session's descriptors (client socket,
+ *      region, doorbell, pool, the client's stdout) and waits for a verdict.
+ *   3. supervisor -> an idle worker: struct worker_handoff (RESUME) with
+ *      those descriptors; it rebuilds the state at the same addresses and
+ *      answers WMSG_CHECKPOINTED (status 0: it serves the session now).
+ *   4. supervisor -> old worker: the verdict. 0: exit, the session moved;
+ *      else: serve on, nothing changed for the client.
+ * The client's calls wait from step 2 to step 4.
+ */
+#ifndef VGPU_MIGRATE_H
+#define VGPU_MIGRATE_H
+
+#include <stdint.h>
+
+#include "checkpoint.h"
+#include "vgpu/proto.h"
+
+struct worker;
+
+#define WORDER_MIGRATE		2
+#define WMSG_MIGRATING		4	/* struct ckpt_answer */
+
+#define MIGRATE_FDS		5	/* socket, region, doorbell, pool, stdout */
+
+struct migrate_state {
+	struct vgpu_welcome wl;		/* the layout the client uses */
+	char comm[16];
+	int32_t deferred;		/* an error owed to the next sync call */
+	uint32_t pad;
+};
+
+#define HANDOFF_CLIENT		0	/* a new client: the socket */
+#define HANDOFF_RESUME		1	/* a moved session: MIGRATE_FDS fds */
+
+/* Supervisor -> an idle worker. */
+struct worker_handoff {
+	uint64_t session_id;
+	uint32_t uid, pid;
+	uint32_t type;			/* HANDOFF_* */
+	uint32_t pad;
+	struct migrate_state st;	/* RESUME */
+	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint */
+};
+
+/* Supervisor -> old worker: step 4. */
+struct migrate_verdict {
+	int32_t status;
+	uint32_t pad;
+};
+
+/* Step 2, from the worker's main loop. */
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o);
+/* Step 3, in a fresh worker: 0 and the session served until it ends. */
+int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
+		  int ctl);
+
+#endif
