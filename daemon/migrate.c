@@ -95,7 +95,9 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o)
 struct rebuild {
 	struct worker *w;
 	struct vgpu_ckpt_reader *r;
-	void *bounce;
+	void *bounce;			/* two halves of BOUNCE bytes, pinned */
+	CUevent ev[2];			/* the copy out of each half */
+	bool ev_live[2];
 	struct vgpu_ckpt_handle *h;	/* which context owns which handle */
 	size_t nh;
 	char *why;
@@ -240,8 +242,8 @@ static int memory(struct rebuild *b, int pool_fd)
 	if (!haddr || !hsize)
 		ret = fail(b, -ENOMEM, "out of memory");
 	for (size_t i = 0; !ret && i < n; i++) {
-		CUresult rc;
-		ssize_t got;
+		CUresult rc = CUDA_SUCCESS;
+		ssize_t got = 0;
 		uint64_t at;
 		int k;
 
@@ -265,18 +267,31 @@ static int memory(struct rebuild *b, int pool_fd)
 			break;
 		}
 		at = a[i].addr;
-		while ((got = vgpu_ckpt_read(b->r, b->bounce, BOUNCE)) > 0) {
-			rc = w->B.cuMemcpyHtoDAsync_v2(at, b->bounce, (size_t)got, NULL);
-			if (!rc)
-				rc = w->B.cuStreamSynchronize(NULL);
-			if (rc) {
-				ret = fail(b, -EIO, "writing device memory at %#llx failed (CUDA "
-					   "error %d)", (unsigned long long)at, rc);
+		/* Two halves: the file is read into one while the other is copied. */
+		for (int h = 0;; h ^= 1) {
+			uint8_t *half = (uint8_t *)b->bounce + (size_t)h * BOUNCE;
+
+			if (b->ev_live[h] && (rc = w->B.cuEventSynchronize(b->ev[h])))
 				break;
-			}
+			b->ev_live[h] = false;
+			got = vgpu_ckpt_read(b->r, half, BOUNCE);
+			if (got <= 0)
+				break;
+			rc = w->B.cuMemcpyHtoDAsync_v2(at, half, (size_t)got, NULL);
+			if (!rc)
+				rc = w->B.cuEventRecordWithFlags(b->ev[h], NULL, 0);
+			if (rc)
+				break;
+			b->ev_live[h] = true;
 			at += (uint64_t)got;
 		}
-		if (!ret && got < 0)
+		if (!rc)
+			rc = w->B.cuStreamSynchronize(NULL);
+		b->ev_live[0] = b->ev_live[1] = false;
+		if (rc)
+			ret = fail(b, -EIO, "writing device memory at %#llx failed (CUDA error %d)",
+				   (unsigned long long)at, rc);
+		else if (got < 0)
 			ret = fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
 	}
 	if (!ret && (ret = hostpool_adopt(&w->pool, pool_fd, haddr, hsize, nh)))
@@ -537,16 +552,19 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	worker_gpu_identity(w, &gpu, &driver);
 	ex.gpu = &gpu;
 	ex.driver_version = driver;
-	ret = vgpu_ckpt_reader_open(&b.r, h->path, &ex, VGPU_CKPT_VERIFY, err);
+	/* No checksum pass first: each section's is checked as it is read, and
+	 * a failed rebuild leaves the session with the old worker. */
+	ret = vgpu_ckpt_reader_open(&b.r, h->path, &ex, 0, err);
 	if (ret) {
 		a.status = ret;
 		memcpy(a.message, err, sizeof(a.message) - 1);	/* cut to fit */
 		goto out;
 	}
-	b.bounce = malloc(BOUNCE);
-	if (!b.bounce)
+	b.bounce = malloc(2 * BOUNCE);
+	if (!b.bounce || w->B.cuEventCreate(&b.ev[0], CU_EVENT_DISABLE_TIMING) ||
+	    w->B.cuEventCreate(&b.ev[1], CU_EVENT_DISABLE_TIMING))
 		ret = fail(&b, -ENOMEM, "out of memory");
-	else if (w->B.cuMemHostRegister_v2(b.bounce, BOUNCE, 0))
+	else if (w->B.cuMemHostRegister_v2(b.bounce, 2 * BOUNCE, 0))
 		vlog_warn("worker: restore buffer not pinned; the move will be slower");
 	if (!ret)
 		ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
@@ -566,6 +584,9 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 		w->B.cuMemHostUnregister(b.bounce);
 		free(b.bounce);
 	}
+	for (int h = 0; h < 2; h++)
+		if (b.ev[h])
+			w->B.cuEventDestroy_v2(b.ev[h]);
 	free(b.h);
 	vgpu_ckpt_reader_close(b.r);
 	w->cur_ctx = 0;
