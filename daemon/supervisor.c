@@ -41,6 +41,7 @@ struct wslot {
 	bool closed;		/* killed because its client closed the session */
 	int admin_slot;		/* a checkpoint it is writing for vgpuctl, or -1 */
 	int moved_from;		/* resuming the session of that worker, or -1 */
+	uint16_t gen;		/* counts the workers this slot has had */
 	bool moved;		/* its session went to another worker */
 	char migrate_path[64];	/* the checkpoint a move goes through */
 	union {			/* what the worker says lands here */
@@ -150,7 +151,9 @@ static void arm_worker(int i)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
 
 	io_uring_prep_read(sqe, sv.w[i].ctl, &sv.w[i].ckpt, sizeof(sv.w[i].ckpt), 0);
-	io_uring_sqe_set_data64(sqe, UD(EV_WORKER, i));
+	/* With the slot's generation: a read of a worker gone can complete after
+	 * its slot went to a new one, and must not be taken for the new one's. */
+	io_uring_sqe_set_data64(sqe, UD(EV_WORKER, (uint32_t)sv.w[i].gen << 16 | i));
 }
 
 static int spawn_worker(void)
@@ -187,7 +190,7 @@ static int spawn_worker(void)
 	if (sv.stats)
 		memset(&sv.stats[i], 0, sizeof(sv.stats[i]));
 	sv.w[i] = (struct wslot){ .pid = pid, .ctl = sp[0], .state = W_STARTING, .admin_slot = -1,
-				  .moved_from = -1 };
+				  .moved_from = -1, .gen = (uint16_t)(sv.w[i].gen + 1) };
 	arm_worker(i);
 	return 0;
 }
@@ -498,6 +501,7 @@ static void on_worker_msg(int i, int res)
 
 static void reap_children(void)
 {
+	uint16_t gen;
 	int status;
 	pid_t pid;
 
@@ -529,8 +533,10 @@ static void reap_children(void)
 					    "the session ended before its checkpoint was done");
 			if (ws->ctl >= 0)
 				close(ws->ctl);
+			gen = ws->gen;
 			memset(ws, 0, sizeof(*ws));
-			ws->admin_slot = ws->moved_from = -1;
+			ws->gen = gen;
+			ws->ctl = ws->admin_slot = ws->moved_from = -1;
 		}
 	}
 }
@@ -723,8 +729,9 @@ static void handle(struct io_uring_cqe *cqe)
 		fill_pool();
 		break;
 	case EV_WORKER:
-		if (sv.w[idx].ctl >= 0)
-			on_worker_msg(idx, cqe->res);
+		if (sv.w[idx & 0xffff].pid && sv.w[idx & 0xffff].ctl >= 0 &&
+		    sv.w[idx & 0xffff].gen == (uint16_t)(idx >> 16))
+			on_worker_msg(idx & 0xffff, cqe->res);
 		break;
 	case EV_KMOD:
 		drain_kmod_events();
