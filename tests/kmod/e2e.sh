@@ -17,6 +17,12 @@
 #                            RLIMIT_MEMLOCK: staged, right, refusal logged once
 #   e2e.sh pinned_bad        bad pinned-copy entries from a hand-made client
 #                            (h_pinbad) fail, and the worker keeps serving
+#   e2e.sh parallel          four clients at once, all over /dev/vgpu
+#   e2e.sh isolation         an illegal address in one client while another
+#                            copies: the error to the first, the second unharmed
+#   e2e.sh death N           N clients killed with SIGKILL mid-copy: each time
+#                            the next client is served, and at the end the
+#                            daemon holds no more descriptors than before
 #   e2e.sh container PROG    PROG in a new user and mount namespace whose
 #                            /dev holds only vgpu (and the daemon's socket
 #                            folder), through /dev/vgpu
@@ -67,7 +73,63 @@ through() {
 	echo "e2e: $* passed over $got"
 }
 
+# background PROG ARGS...: through /dev/vgpu in the background; its pid in $bg.
+background() {
+	VGPU_TRANSPORT=kmod $V/bin/vgpu run --socket $SOCK -- "$@" &
+	bg=$!
+}
+
+# until_copying FILE PID: wait (60 s at most) for "copying" in FILE.
+until_copying() {
+	i=0
+	while ! grep -q copying "$1" 2>/dev/null && [ $i -lt 600 ]; do
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q copying "$1"
+}
+
 case ${1:-} in
+parallel)
+	pids=""
+	for n in 1 2 3 4; do
+		background $V/e2e/kernels >/tmp/par.$n 2>&1
+		pids="$pids $bg"
+	done
+	for p in $pids; do
+		wait "$p" || fail "one of four parallel clients failed"
+		[ "$(served_over "$p")" = /dev/vgpu ] || fail "a parallel client was not served over /dev/vgpu"
+	done
+	echo "e2e: four clients at once over /dev/vgpu"
+	;;
+isolation)
+	background $V/e2e/client loop 4 >/tmp/iso.loop 2>&1
+	lpid=$bg
+	until_copying /tmp/iso.loop $lpid || fail "the copying client never started"
+	VGPU_TRANSPORT=kmod $V/bin/vgpu run --socket $SOCK -- $V/e2e/client poke >$OUT 2>&1 ||
+		fail "the erring client did not get its illegal-address error"
+	wait $lpid || { cat /tmp/iso.loop; fail "the copying client was harmed"; }
+	echo "e2e: an illegal address in one client, the other copied on"
+	;;
+death)
+	dpid=$(cat $PIDF)
+	fd0=$(ls /proc/$dpid/fd | wc -l)
+	n=0
+	while [ $n -lt "${2:-5}" ]; do
+		n=$((n + 1))
+		background $V/e2e/client loop 60 >/tmp/death.out 2>&1
+		until_copying /tmp/death.out $bg || fail "round $n: the client never started copying"
+		sleep 0.$((n % 3))
+		kill -KILL $bg
+		wait $bg 2>/dev/null
+		through kmod $V/e2e/kernels >/dev/null || fail "round $n: the next client failed"
+	done
+	sleep 1	# the supervisor reaps the last worker and refills its pool
+	fd1=$(ls /proc/$dpid/fd | wc -l)
+	[ "$fd1" -le "$fd0" ] || fail "vgpud holds $fd1 descriptors, $fd0 before the kills"
+	echo "e2e: $n clients killed mid-copy; the next one served each time; vgpud's descriptors $fd0 -> $fd1"
+	;;
 start)
 	mkdir -p /run/vgpu
 	VGPU_HOST_DEVICE_MEM=536870912 VGPU_LOG=info $V/bin/vgpud --backend host \
@@ -178,7 +240,7 @@ stop)
 	echo "e2e: vgpud stopped; $(grep -c 'over /dev/vgpu' $LOG) sessions over /dev/vgpu, $(grep -c 'over memfd' $LOG) over memfd"
 	;;
 *)
-	echo "usage: e2e.sh start|run PROG|memfd PROG|auto PROG|refuse|pinned|pinned_limit|pinned_bad|container PROG|stop" >&2
+	echo "usage: e2e.sh start|run PROG|memfd PROG|auto PROG|refuse|pinned|pinned_limit|pinned_bad|parallel|isolation|death N|container PROG|stop" >&2
 	exit 2
 	;;
 esac
