@@ -305,9 +305,31 @@ static CUresult small_chunk(struct vmem *m, CUdevice dev, uint32_t cls, CUdevice
 	return CUDA_SUCCESS;
 }
 
+/* A large allocation: its own physical memory, at a free place (at 0) or at @at. */
+static CUresult map_large(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr at,
+			  CUdeviceptr *out)
+{
+	struct vmem_range nr;
+	CUresult rc = map_new(m, dev, round_up(bytes, m->gran), at, &nr);
+
+	if (rc)
+		return rc;
+	nr.user = bytes;
+	if (!range_add(m, &nr)) {
+		m->B->cuMemUnmap(nr.addr, nr.size);
+		m->B->cuMemRelease(nr.h);
+		hole_give(m, nr.addr, nr.size);
+		m->mapped -= nr.size;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->in_use += bytes;
+	*out = nr.addr;
+	return CUDA_SUCCESS;
+}
+
 CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out)
 {
-	struct vmem_range nr, *r;
+	struct vmem_range *r;
 	CUresult rc;
 
 	if (!bytes)
@@ -330,20 +352,7 @@ CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out
 		}
 		return CUDA_ERROR_UNKNOWN;	/* small_chunk promised room */
 	}
-	rc = map_new(m, dev, round_up(bytes, m->gran), 0, &nr);
-	if (rc)
-		return rc;
-	nr.user = bytes;
-	if (!range_add(m, &nr)) {
-		m->B->cuMemUnmap(nr.addr, nr.size);
-		m->B->cuMemRelease(nr.h);
-		hole_give(m, nr.addr, nr.size);
-		m->mapped -= nr.size;
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	m->in_use += bytes;
-	*out = nr.addr;
-	return CUDA_SUCCESS;
+	return map_large(m, dev, bytes, 0, out);
 }
 
 static int empty_chunks(struct vmem *m, uint32_t cls)
@@ -453,8 +462,8 @@ int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size
 
 CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes)
 {
-	struct vmem_range nr, *r;
-	CUdeviceptr chunk;
+	struct vmem_range *r;
+	CUdeviceptr chunk, got;
 	uint32_t cls, b;
 	long i;
 	CUresult rc;
@@ -464,19 +473,7 @@ CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes
 	if (bytes > VMEM_SMALL_MAX) {
 		if ((p - m->base) % m->gran)
 			return CUDA_ERROR_INVALID_VALUE;
-		rc = map_new(m, dev, round_up(bytes, m->gran), p, &nr);
-		if (rc)
-			return rc;
-		nr.user = bytes;
-		if (!range_add(m, &nr)) {
-			m->B->cuMemUnmap(nr.addr, nr.size);
-			m->B->cuMemRelease(nr.h);
-			hole_give(m, nr.addr, nr.size);
-			m->mapped -= nr.size;
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		}
-		m->in_use += bytes;
-		return CUDA_SUCCESS;
+		return map_large(m, dev, bytes, p, &got);
 	}
 	/* A small block: its chunk is the granule it lies in. */
 	cls = size_class(bytes);
