@@ -35,17 +35,10 @@
 #include "ckpt_crc.h"
 #include "ckpt_zstd.h"
 
-static int failures, checks, skips;
+#include "check.h"
 
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	}								\
-} while (0)
+static int skips;
+
 
 static char dir[256];
 static char path[300], path2[300];

@@ -16,18 +16,8 @@
 #include "procaddr_table.h"
 #include "unsupported.h"
 
-static int failures, checks;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		checks++;                                                   \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			printf("\n");                                       \
-		}                                                           \
-	} while (0)
 
 static const char *name_of(void *p)
 {

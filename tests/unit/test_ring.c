@@ -16,17 +16,8 @@
 #include "barrier.h"
 #include "ring.h"
 
-static int failures, checks;
+#include "check.h"
 
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	}								\
-} while (0)
 
 /* Each side's private state on its own cache lines, as in two processes. */
 static struct vgpu_ring client __attribute__((aligned(128)));

@@ -11,17 +11,8 @@
 #include "backend.h"
 #include "vmem.h"
 
-static int failures, checks;
+#include "check.h"
 
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	}								\
-} while (0)
 
 #define N 600
 
