@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "barrier.h"
 #include "ckpt.h"
 #include "ckpt_crc.h"
 #include "ckpt_sink.h"
@@ -472,6 +473,14 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 {
 	worker_checkpoint_file(w, o, a);
 	answer(w, o, a);
+	/* --stop: nothing the program does after the file may be lost, so
+	 * the session ends here (its client's next call gets the error of an
+	 * ended session). */
+	if (!a->status && (o->flags & VGPU_CTL_F_STOP)) {
+		vlog_info("session %llu: checkpointed; ending it (--stop)",
+			  (unsigned long long)w->session_id);
+		write_once(&w->dead, true);
+	}
 }
 
 int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
@@ -625,7 +634,9 @@ void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
 		j->t_ordered = vgpu_now_ns();
 	}
 	/* Snapshot only with room to spare: else the pages would be swapped. */
-	if (j && !(o->flags & VGPU_CTL_F_DIRECT) && mem_available() > want + want / 4 + (1ull << 30) &&
+	/* --stop waits for the file: the program may not run on after the state. */
+	if (j && !(o->flags & (VGPU_CTL_F_DIRECT | VGPU_CTL_F_STOP)) &&
+	    mem_available() > want + want / 4 + (1ull << 30) &&
 	    !pthread_create(&t, NULL, prepare, j)) {
 		pthread_detach(t);
 		w->ckpt_job = j;

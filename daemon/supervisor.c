@@ -39,6 +39,8 @@ struct wslot {
 	uint32_t client_uid;
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
+	bool stop_after;	/* end the session once its checkpoint is written */
+	bool stopped;		/* ended that way */
 	int admin_slot;		/* a checkpoint it is writing for vgpuctl, or -1 */
 	int moved_from;		/* resuming the session of that worker, or -1 */
 	uint16_t gen;		/* counts the workers this slot has had */
@@ -481,6 +483,9 @@ static void on_worker_msg(int i, int res)
 			moved(i);
 		admin_checkpointed(ws->admin_slot, &ws->ckpt);
 		ws->admin_slot = -1;
+		/* --stop: the worker ends the session itself after the write. */
+		ws->stopped = ws->stop_after && !ws->ckpt.status;
+		ws->stop_after = false;
 		arm_worker(i);
 		return;
 	}
@@ -515,6 +520,9 @@ static void reap_children(void)
 				sv.sessions--;
 			if (ws->moved)
 				;	/* its session lives on in another worker */
+			else if (ws->stopped)
+				vlog_info("session %llu ended after its checkpoint",
+					  (unsigned long long)ws->session_id);
 			else if (WIFSIGNALED(status) && ws->closed)
 				vlog_info("session %llu ended with its /dev/vgpu session",
 					  (unsigned long long)ws->session_id);
@@ -611,6 +619,7 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 			return -EIO;
 		}
 		ws->admin_slot = slot;
+		ws->stop_after = flags & VGPU_CTL_F_STOP;
 		/* After the order is queued: the worker reads it once it sees this. */
 		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
 		vlog_info("session %llu: checkpoint to %s ordered", (unsigned long long)id, path);

@@ -302,6 +302,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 			m.q.flags |= VGPU_CTL_F_COMPRESS;
 		else if (!strcmp(argv[i], "--direct"))
 			m.q.flags |= VGPU_CTL_F_DIRECT;
+		else if (!strcmp(argv[i], "--stop"))
+			m.q.flags |= VGPU_CTL_F_STOP;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else

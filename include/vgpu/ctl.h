@@ -21,7 +21,8 @@
  *   SESSIONS    session 0 (all) or one; no argument; records: one
  *               struct vgpu_ctl_session each
  *   CHECKPOINT  session (required); argument: the file's absolute path,
- *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT.
+ *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
+ *               VGPU_CTL_F_STOP.
  *               The daemon drains the session's GPU work and copies its
  *               state into host memory prepared beforehand (the program
  *               waits only for that), writes the file afterwards, and
@@ -58,6 +59,8 @@ enum vgpu_ctl_op {
 };
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
+#define VGPU_CTL_F_STOP		(1u << 2)	/* CHECKPOINT: end the session once the
+						 * file is written */
 #define VGPU_CTL_F_DIRECT	(1u << 1)	/* CHECKPOINT: straight to the file (no
 						 * snapshot in host memory; the program
 						 * waits for the disk) */

@@ -48,7 +48,7 @@ def main():
         ("path without its NUL", req(arg=b"/tmp/x", **ck), -errno.EINVAL, "NUL-terminated"),
         ("path with two NULs", req(arg=b"/tmp\0x\0", **ck), -errno.EINVAL, "NUL-terminated"),
         ("relative path", req(arg=b"x.vgc\0", **ck), -errno.EINVAL, "absolute"),
-        ("checkpoint flag unknown", req(flags=4, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
+        ("checkpoint flag unknown", req(flags=8, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
          "unknown flags"),
         ("checkpoint of no session", req(op=CHECKPOINT, session=987654321, arg=b"/tmp/x\0"),
          -errno.ENOENT, "no session 987654321"),
