@@ -19,6 +19,7 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_CONTEXT] = "context settings",
 	[VGPU_CKPT_SEC_HANDLES] = "handle map",
 	[VGPU_CKPT_SEC_VA] = "address windows",
+	[VGPU_CKPT_SEC_CLIENT] = "client",
 };
 
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf)

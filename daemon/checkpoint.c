@@ -387,8 +387,13 @@ static int collect(struct ckpt_run *r)
 	struct worker *w = r->w;
 	struct vgpu_ckpt_va va = { .base = w->vmem.base, .size = w->vmem.size,
 				   .granularity = w->vmem.gran };
-	int ret = table(r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
+	struct vgpu_ckpt_client who = { .pid = w->client_pid, .uid = w->client_uid };
+	int ret;
 
+	memcpy(who.comm, w->comm, sizeof(who.comm) - 1);
+	ret = table(r, VGPU_CKPT_SEC_CLIENT, 0, &who, 1, sizeof(who), NULL, 0);
+	if (!ret)
+		ret = table(r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
 	if (!ret)
 		ret = write_contexts(r);
 	if (!ret)

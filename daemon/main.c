@@ -29,6 +29,10 @@ static void usage(FILE *f)
 "                                path with .sock replaced by .ctl, %s)\n"
 "      --control-mode MODE       its permissions, octal (default 0600: who may\n"
 "                                list, checkpoint and end sessions)\n"
+"      --checkpoint-on-exit DIR  on SIGTERM, suspend every session to DIR (their\n"
+"                                programs wait, VGPU_RESUME_TIMEOUT s at most)\n"
+"      --restore DIR             sessions suspended in DIR come back when their\n"
+"                                programs reconnect (an upgrade under running jobs)\n"
 "  -w, --workers N               workers kept ready with their context (default 2)\n"
 "  -f, --foreground              stay in the foreground (systemd, tests)\n"
 "  -h, --help                    this text\n"
@@ -68,6 +72,8 @@ int main(int argc, char **argv)
 		{ "socket-mode", required_argument, NULL, 'm' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "control-mode", required_argument, NULL, 'M' },
+		{ "checkpoint-on-exit", required_argument, NULL, 'E' },
+		{ "restore", required_argument, NULL, 'R' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
@@ -115,6 +121,12 @@ int main(int argc, char **argv)
 				fprintf(stderr, "vgpud: bad control socket mode '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'E':
+			cfg.checkpoint_on_exit = optarg;
+			break;
+		case 'R':
+			cfg.restore = optarg;
 			break;
 		case 'w':
 			cfg.pool_size = strtoul(optarg, &end, 10);

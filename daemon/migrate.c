@@ -90,6 +90,28 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o)
 	w->moved = true;
 }
 
+void worker_suspend(struct worker *w, const struct ckpt_order *o)
+{
+	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+
+	if (w->ring.kmod) {
+		a.status = -EOPNOTSUPP;
+		snprintf(a.message, sizeof(a.message), "sessions over /dev/vgpu cannot be suspended yet");
+	} else if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
+		a.status = -EBUSY;
+		snprintf(a.message, sizeof(a.message), "host callbacks are pending");
+	} else if (!worker_checkpoint_file(w, o, &a)) {
+		worker_sq_release(&w->ring);
+		/* Before the worker goes: the client sees this, not a dead worker. */
+		write_once(&w->ring.sh->state, VGPU_WORKER_SUSPENDED);
+		w->moved = true;
+		vlog_info("session %llu: suspended to %s", (unsigned long long)w->session_id,
+			  o->path);
+	}
+	a.type = WMSG_CHECKPOINTED;
+	say(w, &a);
+}
+
 /* ---- the new worker ------------------------------------------------------ */
 
 struct rebuild {
@@ -509,12 +531,17 @@ static int take_ring(struct worker *w, const struct migrate_state *st, const int
 	return 0;
 }
 
-int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
-		  int ctl)
+/*
+ * The session's state from @path into this fresh worker, serving the rings
+ * in @fds (socket, region, doorbell, pool, the client's stdout or -1) laid
+ * out as @layout says. 0, or -errno and why in a->message.
+ */
+int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
+		   const char *path, struct ckpt_answer *a)
 {
-	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
-	struct rebuild b = { .w = w, .why = a.message, .why_len = sizeof(a.message) };
-	struct vgpu_welcome wl = h->st.wl;
+	struct rebuild b = { .w = w, .why = a->message, .why_len = sizeof(a->message) };
+	struct migrate_state st = { .wl = *layout };
+	struct vgpu_welcome wl = *layout;
 	struct vgpu_ckpt_expect ex = { 0 };
 	struct vgpu_ckpt_gpu gpu;
 	char err[VGPU_CKPT_MSG];
@@ -523,41 +550,30 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	size_t off;
 	int ret;
 
-	w->ctl = ctl;
-	w->session_id = h->session_id;
-	if (nfds != MIGRATE_FDS) {
-		a.status = -EINVAL;
-		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
-		goto out;
-	}
 	w->sock = fds[0];
-	worker_print_to(w, fds[4]);
-	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
+	if (fds[4] >= 0)
+		worker_print_to(w, fds[4]);
 	w->wl = wl;
-	w->deferred = h->st.deferred;
 	ret = waiter_start(w);
-	if (!ret && (ret = take_ring(w, &h->st, fds)))
-		snprintf(a.message, sizeof(a.message), "the session's rings cannot be mapped");
+	if (!ret && (ret = take_ring(w, &st, fds)))
+		snprintf(a->message, sizeof(a->message), "the session's rings cannot be mapped");
 	if (!ret && (ret = worker_build_memory(w, &wl)))
-		snprintf(a.message, sizeof(a.message), "the session's memory cannot be set up");
-	if (!ret && (wl.dev_window_base != h->st.wl.dev_window_base ||
-		     wl.host_pool_base != h->st.wl.host_pool_base)) {
+		snprintf(a->message, sizeof(a->message), "the session's memory cannot be set up");
+	if (!ret && (wl.dev_window_base != layout->dev_window_base ||
+		     wl.host_pool_base != layout->host_pool_base)) {
 		ret = -EADDRNOTAVAIL;
-		snprintf(a.message, sizeof(a.message), "the session's address windows are taken");
+		snprintf(a->message, sizeof(a->message), "the session's address windows are taken");
 	}
-	if (ret) {
-		a.status = ret;
+	if (ret)
 		goto out;
-	}
 	worker_gpu_identity(w, &gpu, &driver);
 	ex.gpu = &gpu;
 	ex.driver_version = driver;
 	/* No checksum pass first: each section's is checked as it is read, and
-	 * a failed rebuild leaves the session with the old worker. */
-	ret = vgpu_ckpt_reader_open(&b.r, h->path, &ex, 0, err);
+	 * a failed rebuild leaves the session as it was. */
+	ret = vgpu_ckpt_reader_open(&b.r, path, &ex, 0, err);
 	if (ret) {
-		a.status = ret;
-		memcpy(a.message, err, sizeof(a.message) - 1);	/* cut to fit */
+		memcpy(a->message, err, sizeof(a->message) - 1);	/* cut to fit */
 		goto out;
 	}
 	b.bounce = malloc(2 * BOUNCE);
@@ -565,7 +581,7 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	    w->B.cuEventCreate(&b.ev[1], CU_EVENT_DISABLE_TIMING))
 		ret = fail(&b, -ENOMEM, "out of memory");
 	else if (w->B.cuMemHostRegister_v2(b.bounce, 2 * BOUNCE, 0))
-		vlog_warn("worker: restore buffer not pinned; the move will be slower");
+		vlog_warn("worker: restore buffer not pinned; the restore will be slower");
 	if (!ret)
 		ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
 	if (!ret)
@@ -590,24 +606,98 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	free(b.h);
 	vgpu_ckpt_reader_close(b.r);
 	w->cur_ctx = 0;
-	a.status = ret;
 out:
-	a.result.stall_ns = a.result.total_ns = vgpu_now_ns() - t0;
-	a.result.device_bytes = w->vmem.in_use;
-	a.result.host_bytes = w->pool.in_use;
-	if (a.status) {
-		vlog_warn("session %llu: cannot take the session over: %s",
-			  (unsigned long long)w->session_id, a.message);
-		say(w, &a);
-		return a.status;
+	a->status = ret;
+	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
+	a->result.device_bytes = w->vmem.in_use;
+	a->result.host_bytes = w->pool.in_use;
+	if (ret) {
+		vlog_warn("session %llu: cannot take the session up: %s",
+			  (unsigned long long)w->session_id, a->message);
+		return ret;
 	}
-	unlink(h->path);
 	if (w->stats) {
 		memcpy(w->stats->comm, w->comm, sizeof(w->stats->comm) - 1);
 		strcpy(w->stats->carrier, "memfd");
 	}
-	vlog_info("session %llu: taken over from another worker in %.3f s",
-		  (unsigned long long)w->session_id, a.result.total_ns / 1e9);
+	vlog_info("session %llu: taken up from %s in %.3f s", (unsigned long long)w->session_id,
+		  path, a->result.total_ns / 1e9);
+	return 0;
+}
+
+int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
+		  int ctl)
+{
+	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+
+	w->ctl = ctl;
+	w->session_id = h->session_id;
+	w->client_pid = h->pid;
+	w->client_uid = h->uid;
+	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
+	w->deferred = h->st.deferred;
+	if (nfds != MIGRATE_FDS) {
+		a.status = -EINVAL;
+		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
+	} else {
+		worker_take_up(w, &h->st.wl, fds, h->path, &a);
+	}
 	say(w, &a);
+	if (a.status)
+		return a.status;
+	unlink(h->path);
+	return worker_loop(w);
+}
+
+int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds, int nfds)
+{
+	struct worker_msg m = { .type = WMSG_RESUME, .kmod_session = h->resume_session };
+	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+	struct resume_reply *rep = calloc(1, sizeof(*rep));
+	struct vgpu_welcome wl = { 0 }, ok = { .magic = VGPU_PROTO_MAGIC,
+					       .version = VGPU_PROTO_VERSION,
+					       .carrier = VGPU_CARRIER_MEMFD };
+	int take[5], zero = 0;
+	const char *why = NULL;
+	int ret = -EINVAL;
+
+	if (!rep)
+		why = "out of memory";
+	else if (nfds < 3)
+		why = "a resume must bring the session's region, doorbell and pool";
+	else if (vgpu_recv_fds(w->sock, &wl, sizeof(wl), NULL, &zero) != sizeof(wl) ||
+		 wl.magic != VGPU_PROTO_MAGIC || wl.session_id != h->resume_session)
+		why = "a resume must bring the session's layout";
+	else if (write(w->ctl, &m, sizeof(m)) != sizeof(m) ||
+		 recv(w->ctl, rep, sizeof(*rep), 0) != sizeof(*rep) ||
+		 !memchr(rep->path, 0, sizeof(rep->path)))
+		why = "the daemon's supervisor did not answer";
+	else if ((ret = rep->status))
+		why = ret == -EPERM ? "that suspended session belongs to another process"
+				    : "no suspended session of that number here";
+	if (why) {
+		worker_refuse(w->sock, ret ? -ret : EINVAL, why);
+		free(rep);
+		return ret ? ret : -EINVAL;
+	}
+	w->session_id = h->resume_session;
+	memcpy(w->comm, h->comm, sizeof(w->comm) - 1);
+	take[0] = w->sock;
+	take[1] = fds[0];
+	take[2] = fds[1];
+	take[3] = fds[2];
+	take[4] = nfds > 3 ? fds[3] : -1;
+	ret = worker_take_up(w, &wl, take, rep->path, &a);
+	if (ret) {
+		worker_refuse(w->sock, -ret, a.message);
+		free(rep);
+		return ret;
+	}
+	unlink(rep->path);
+	free(rep);
+	write_once(&w->ring.sh->state, VGPU_WORKER_RUNNING);
+	ok.session_id = w->session_id;
+	if (vgpu_send_fds(w->sock, &ok, sizeof(ok), NULL, 0) != sizeof(ok))
+		return -EPIPE;
 	return worker_loop(w);
 }

@@ -27,6 +27,7 @@
 struct worker;
 
 #define WORDER_MIGRATE		2
+#define WORDER_SUSPEND		3	/* checkpoint, then leave the client waiting */
 #define WMSG_MIGRATING		4	/* struct ckpt_answer */
 
 #define MIGRATE_FDS		5	/* socket, region, doorbell, pool, stdout */
@@ -51,6 +52,13 @@ struct worker_handoff {
 	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint */
 };
 
+/* Supervisor -> worker: where a resuming session's state is (WMSG_RESUME). */
+struct resume_reply {
+	int32_t status;			/* 0, -ENOENT (none), -EPERM (not yours) */
+	uint32_t pad;
+	char path[VGPU_CTL_MAX_ARG];
+};
+
 /* Supervisor -> old worker: step 4. */
 struct migrate_verdict {
 	int32_t status;
@@ -59,6 +67,17 @@ struct migrate_verdict {
 
 /* Step 2, from the worker's main loop. */
 void worker_migrate_out(struct worker *w, const struct ckpt_order *o);
+/* A drain: the state to o->path, the session left suspended (its client
+ * waits for a daemon to take it up), this worker gone. */
+void worker_suspend(struct worker *w, const struct ckpt_order *o);
+/* A suspended session's client came back (hello with VGPU_HELLO_RESUME and
+ * its region, doorbell, pool and stdout): take it up, then serve it. */
+int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds, int nfds);
+/* A session's state from @path into this fresh worker (a move, or a
+ * suspended client coming back), serving the rings in @fds: socket, region,
+ * doorbell, pool, the client's stdout (or -1). 0, or -errno, why in a. */
+int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
+		   const char *path, struct ckpt_answer *a);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -19,6 +20,7 @@
 
 #include "admin.h"
 #include "checkpoint.h"
+#include "ckpt.h"
 #include "migrate.h"
 #include "fdpass.h"
 #include "kmod.h"
@@ -40,6 +42,8 @@ struct wslot {
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
 	bool stop_after;	/* end the session once its checkpoint is written */
+	bool suspending;	/* a drain asked it to suspend its session */
+	bool suspended;		/* and it did: its client waits for a daemon */
 	bool stopped;		/* ended that way */
 	int admin_slot;		/* a checkpoint it is writing for vgpuctl, or -1 */
 	int moved_from;		/* resuming the session of that worker, or -1 */
@@ -59,8 +63,17 @@ struct ksession {
 	bool attached;
 };
 
+/* A suspended session, from vgpud --restore DIR: only its own process may
+ * take it up again. */
+struct suspended {
+	uint64_t session;
+	uint32_t pid, uid;
+	char path[VGPU_CTL_MAX_ARG];
+};
+
 /* What an io_uring completion is about. */
-enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ };
+enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ,
+	       EV_DRAIN_TIMEOUT };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 static struct {
@@ -76,6 +89,10 @@ static struct {
 	bool stopping;
 	int kfd;		/* /dev/vgpu server fd, -1 if none */
 	int ctl_fd;		/* the control socket, -1 if none */
+	struct suspended *susp;	/* sessions waiting to be taken up (--restore) */
+	size_t nsusp;
+	unsigned int draining;	/* suspensions still to be answered */
+	struct __kernel_timespec drain_ts;
 	struct worker_stats *stats;	/* one slot per worker, shared with it */
 	struct ksession ks[MAX_KMOD_SESSIONS];
 } sv;
@@ -141,6 +158,8 @@ static void worker_child(int ctl, int slot)
 	if (ret != sizeof(h) || nfds < 1)
 		_exit(0);	/* the daemon is stopping */
 	w.stats = sv.stats ? &sv.stats[slot] : NULL;
+	w.client_pid = h.pid;
+	w.client_uid = h.uid;
 	if (h.type == HANDOFF_RESUME)
 		ret = worker_resume(&w, &h, fds, nfds, ctl);
 	else
@@ -390,6 +409,134 @@ static void on_attach_request(int i)
 		close(fd);
 }
 
+/* ---- drain and take-up (vgpud --checkpoint-on-exit / --restore) ------- */
+
+static void drained_one(void)
+{
+	if (sv.draining && !--sv.draining) {
+		vlog_info("every session is suspended: stopping");
+		sv.stopping = true;
+	}
+}
+
+/* SIGTERM with --checkpoint-on-exit: every session to the folder, its
+ * client left waiting; the daemon stops once all have answered. */
+static void start_drain(void)
+{
+	const char *dir = sv.cfg->checkpoint_on_exit;
+	struct io_uring_sqe *sqe;
+
+	for (int i = 0; i < MAX_WORKERS; i++) {
+		struct wslot *ws = &sv.w[i];
+		struct ckpt_order o = { .type = WORDER_SUSPEND };
+
+		if (!ws->pid || ws->state != W_BUSY || ws->moved || ws->closed || ws->ctl < 0 ||
+		    !sv.stats)
+			continue;
+		snprintf(o.path, sizeof(o.path), "%s/session-%llu.vgc", dir,
+			 (unsigned long long)ws->session_id);
+		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
+			vlog_warn("session %llu: cannot ask it to suspend",
+				  (unsigned long long)ws->session_id);
+			continue;
+		}
+		ws->suspending = true;
+		sv.draining++;
+		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
+	}
+	if (!sv.draining) {
+		sv.stopping = true;
+		return;
+	}
+	vlog_info("suspending %u sessions to %s", sv.draining, dir);
+	sv.drain_ts.tv_sec = sv.cfg->drain_timeout ? sv.cfg->drain_timeout : 120;
+	sqe = io_uring_get_sqe(&sv.ring);
+	io_uring_prep_timeout(sqe, &sv.drain_ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, UD(EV_DRAIN_TIMEOUT, 0));
+}
+
+static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const char *path)
+{
+	struct suspended *n = realloc(sv.susp, (sv.nsusp + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	sv.susp = n;
+	n = &sv.susp[sv.nsusp++];
+	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid };
+	snprintf(n->path, sizeof(n->path), "%s", path);
+	if (session > sv.next_session)
+		sv.next_session = session;	/* new sessions get other numbers */
+}
+
+/* --restore DIR: the sessions suspended there, each with its client. */
+static void load_suspended(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d) {
+		vlog_warn("--restore %s: %s", dir, strerror(errno));
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct vgpu_ckpt_reader *r;
+		struct vgpu_ckpt_client who;
+		char path[VGPU_CTL_MAX_ARG], err[VGPU_CKPT_MSG];
+		int i;
+
+		if (strncmp(e->d_name, "session-", 8) || !strstr(e->d_name, ".vgc") ||
+		    strstr(e->d_name, ".tmp."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (vgpu_ckpt_reader_open(&r, path, NULL, 0, err)) {
+			vlog_warn("--restore: %s", err);
+			continue;
+		}
+		i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_CLIENT, 0);
+		if (i < 0 || vgpu_ckpt_read_begin(r, (unsigned)i) ||
+		    vgpu_ckpt_read(r, &who, sizeof(who)) != sizeof(who)) {
+			vlog_warn("--restore: %s names no client", path);
+		} else {
+			add_suspended(vgpu_ckpt_header(r)->session_id, who.pid, who.uid, path);
+			vlog_info("session %llu (pid %u) may come back from %s",
+				  (unsigned long long)vgpu_ckpt_header(r)->session_id, who.pid, path);
+		}
+		vgpu_ckpt_reader_close(r);
+	}
+	closedir(d);
+}
+
+/* A worker's client wants to take up a suspended session. */
+static void on_resume_request(int i)
+{
+	static struct resume_reply rep;
+	struct wslot *ws = &sv.w[i];
+	uint64_t id = ws->msg.kmod_session;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.status = -ENOENT;
+	for (size_t k = 0; k < sv.nsusp; k++) {
+		struct suspended *s = &sv.susp[k];
+
+		if (s->session != id)
+			continue;
+		if (s->pid != ws->client_pid || s->uid != ws->client_uid) {
+			rep.status = -EPERM;
+			vlog_warn("pid %u may not take up session %llu (pid %u's)", ws->client_pid,
+				  (unsigned long long)id, s->pid);
+			break;
+		}
+		rep.status = 0;
+		snprintf(rep.path, sizeof(rep.path), "%s", s->path);
+		ws->session_id = id;
+		sv.susp[k] = sv.susp[--sv.nsusp];
+		break;
+	}
+	if (send(ws->ctl, &rep, sizeof(rep), MSG_NOSIGNAL) != sizeof(rep))
+		vlog_warn("worker %d: cannot answer its resume request", ws->pid);
+}
+
 /* The verdict to the worker a session was leaving (migrate.h, step 4). */
 static void moved(int j)
 {
@@ -478,6 +625,21 @@ static void on_worker_msg(int i, int res)
 		arm_worker(i);
 		return;
 	}
+	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->suspending) {
+		ws->suspending = false;
+		ws->suspended = !ws->ckpt.status;
+		if (ws->ckpt.status)
+			vlog_warn("session %llu could not be suspended: %s",
+				  (unsigned long long)ws->session_id, ws->ckpt.message);
+		drained_one();
+		arm_worker(i);
+		return;
+	}
+	if (res == sizeof(ws->msg) && ws->msg.type == WMSG_RESUME && ws->state == W_BUSY) {
+		on_resume_request(i);
+		arm_worker(i);
+		return;
+	}
 	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0) {
 		if (ws->moved_from >= 0)
 			moved(i);
@@ -488,6 +650,10 @@ static void on_worker_msg(int i, int res)
 		ws->stop_after = false;
 		arm_worker(i);
 		return;
+	}
+	if (ws->suspending) {		/* died before it answered */
+		ws->suspending = false;
+		drained_one();
 	}
 	if (ws->moved_from >= 0) {	/* died while taking the session over */
 		ws->ckpt.status = -EPIPE;
@@ -520,6 +686,9 @@ static void reap_children(void)
 				sv.sessions--;
 			if (ws->moved)
 				;	/* its session lives on in another worker */
+			else if (ws->suspended)
+				vlog_info("session %llu suspended; its client waits",
+					  (unsigned long long)ws->session_id);
 			else if (ws->stopped)
 				vlog_info("session %llu ended after its checkpoint",
 					  (unsigned long long)ws->session_id);
@@ -710,6 +879,9 @@ static void on_signal(void)
 {
 	if (sv.si.ssi_signo == SIGCHLD) {
 		reap_children();
+	} else if (sv.cfg->checkpoint_on_exit && !sv.draining && sv.si.ssi_signo == SIGTERM) {
+		vlog_info("signal %u: suspending every session, then stopping", sv.si.ssi_signo);
+		start_drain();
 	} else {
 		vlog_info("signal %u: stopping", sv.si.ssi_signo);
 		sv.stopping = true;
@@ -753,6 +925,12 @@ static void handle(struct io_uring_cqe *cqe)
 		break;
 	case EV_CTL_READ:
 		admin_done(idx, cqe->res);
+		break;
+	case EV_DRAIN_TIMEOUT:
+		if (sv.draining) {
+			vlog_warn("%u sessions did not suspend in time: stopping anyway", sv.draining);
+			sv.stopping = true;
+		}
 		break;
 	}
 }
@@ -832,6 +1010,8 @@ int supervisor_run(const struct supervisor_config *cfg)
 		return 1;
 	}
 	kmod_register();
+	if (cfg->restore)
+		load_suspended(cfg->restore);
 	if (sv.ctl_fd >= 0)
 		arm_ctl_accept();
 	arm_accept();

@@ -19,6 +19,9 @@ struct supervisor_config {
 	unsigned int socket_mode;	/* permissions of the socket file */
 	const char *control_path;	/* vgpuctl's socket (include/vgpu/ctl.h) */
 	unsigned int control_mode;	/* its permissions: who may ask */
+	const char *checkpoint_on_exit;	/* folder: suspend every session there on SIGTERM */
+	const char *restore;		/* folder: sessions suspended there come back */
+	unsigned int drain_timeout;	/* seconds a drain may take */
 	struct worker_config worker;
 };
 

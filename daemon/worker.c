@@ -184,7 +184,7 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	return 0;
 }
 
-static void refuse(int sock, int err, const char *why)
+void worker_refuse(int sock, int err, const char *why)
 {
 	struct vgpu_welcome wl = {
 		.magic = VGPU_PROTO_MAGIC, .version = VGPU_PROTO_VERSION, .status = -err,
@@ -204,7 +204,11 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 	if (h->version != VGPU_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
 	*why = "unknown flags or reserved fields set in hello";
-	if (h->flags || h->reserved[0] || h->reserved[1])
+	if ((h->flags & ~VGPU_HELLO_RESUME) || h->reserved)
+		return -EINVAL;
+	*why = "a resume names no session, or comes over /dev/vgpu";
+	if (!(h->flags & VGPU_HELLO_RESUME) != !h->resume_session ||
+	    ((h->flags & VGPU_HELLO_RESUME) && h->carrier != VGPU_CARRIER_MEMFD))
 		return -EINVAL;
 	*why = "unknown carrier in hello";
 	if (h->carrier != VGPU_CARRIER_MEMFD && h->carrier != VGPU_CARRIER_KMOD)
@@ -390,7 +394,7 @@ static int welcome(struct worker *w, const struct vgpu_hello *h)
 		ret = worker_build_memory(w, &wl);
 	}
 	if (ret) {
-		refuse(w->sock, -ret, why);
+		worker_refuse(w->sock, -ret, why);
 		return ret;
 	}
 	fds[0] = w->region_fd;
@@ -468,6 +472,9 @@ static void take_order(struct worker *w)
 	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_MIGRATE &&
 		   memchr(o->path, 0, sizeof(o->path))) {
 		worker_migrate_out(w, o);
+	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_SUSPEND &&
+		   memchr(o->path, 0, sizeof(o->path))) {
+		worker_suspend(w, o);
 	} else if (n > 0) {
 		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -EINVAL };
 
@@ -501,26 +508,30 @@ int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id
 {
 	struct vgpu_hello h;
 	const char *why;
-	int n, ret, out_fd = -1, nfds = 1;
+	int n, ret, fds[4], nfds = 4;
 
 	w->sock = client_sock;
 	w->ctl = ctl;
 	w->session_id = session_id;
-	n = vgpu_recv_fds(client_sock, &h, sizeof(h), &out_fd, &nfds);
-	if (nfds == 1)
-		worker_print_to(w, out_fd);
+	n = vgpu_recv_fds(client_sock, &h, sizeof(h), fds, &nfds);
+	if (n == sizeof(h) && (h.flags & VGPU_HELLO_RESUME) && !check_hello(&h, &why))
+		return worker_resume_client(w, &h, fds, nfds);
+	for (int i = 1; i < nfds; i++)
+		close(fds[i]);	/* a plain hello brings the client's stdout only */
+	if (nfds >= 1)
+		worker_print_to(w, fds[0]);
 	if (n >= 8 && h.magic == VGPU_PROTO_MAGIC && h.version != VGPU_PROTO_VERSION) {
-		refuse(client_sock, EPROTONOSUPPORT,
+		worker_refuse(client_sock, EPROTONOSUPPORT,
 		       "protocol version mismatch: update the runtime or the daemon");
 		return -EPROTONOSUPPORT;
 	}
 	if (n != sizeof(h)) {
-		refuse(client_sock, EPROTO, "short hello");
+		worker_refuse(client_sock, EPROTO, "short hello");
 		return -EPROTO;
 	}
 	ret = check_hello(&h, &why);
 	if (ret) {
-		refuse(client_sock, -ret, why);
+		worker_refuse(client_sock, -ret, why);
 		return ret;
 	}
 	h.comm[sizeof(h.comm) - 1] = 0;

@@ -33,6 +33,8 @@ struct worker_config {
 #define WMSG_READY	1
 #define WMSG_ATTACH	2	/* attach kmod_session for my client */
 #define WMSG_CHECKPOINTED 3	/* struct ckpt_answer (checkpoint.h) */
+#define WMSG_RESUME	5	/* a client takes up session kmod_session: where is
+				 * its state? (struct resume_reply) */
 struct worker_msg {
 	uint8_t type;
 	uint8_t pad[7];
@@ -78,6 +80,7 @@ struct worker {
 	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
 	struct vgpu_welcome wl;		/* what the client was told: the layout */
 	char comm[16];			/* the client's command */
+	uint32_t client_pid, client_uid;	/* as SO_PEERCRED saw them */
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
@@ -133,6 +136,8 @@ int worker_loop(struct worker *w);
 int worker_build_memory(struct worker *w, struct vgpu_welcome *wl);
 /* Device printf output goes to fd (the client's stdout) from now on. */
 void worker_print_to(struct worker *w, int fd);
+/* A welcome that refuses the client, and says why. */
+void worker_refuse(int sock, int err, const char *why);
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "clock.h"
 #include "fdpass.h"
 #include "futex.h"
 #include "log.h"
@@ -166,8 +167,9 @@ static CUresult attach(struct vgpu_session *s, const int fds[3])
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	s->pool_base = (uint8_t *)(uintptr_t)wl->host_pool_base;
-	close(fds[0]);
-	close(fds[2]);
+	/* Kept: a daemon that takes a suspended session up needs them. */
+	s->region_fd = fds[0];
+	s->pool_fd = fds[2];
 	return CUDA_SUCCESS;
 }
 
@@ -326,11 +328,68 @@ static void mark_dead(void)
 		vgpu_futex_wake(&cl.w[i].state);
 }
 
+/*
+ * The session's state was saved and its worker is gone (a daemon drained for
+ * an upgrade): wait for a daemon to take it up again, VGPU_RESUME_TIMEOUT
+ * seconds at most (default 300). The rings and every call waiting on them
+ * stay as they are; the new worker serves them. True once it does.
+ */
+static bool resume(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct vgpu_session *s = &cl.s;
+	const char *env = getenv("VGPU_RESUME_TIMEOUT");
+	uint64_t end = vgpu_now_ns() + (uint64_t)((env ? atof(env) : 300) * 1e9);
+	bool said = false, ok = false;
+
+	pthread_mutex_lock(&lock);
+	while (!ok && read_once(&s->ring.sh->state) == VGPU_WORKER_SUSPENDED &&
+	       !read_once(&cl.dead) && vgpu_now_ns() < end) {
+		struct vgpu_hello h;
+		struct vgpu_welcome wl;
+		int fds[4] = { s->region_fd, s->ring.bell, s->pool_fd, STDOUT_FILENO };
+		int sock = dial(socket_path()), n, nfds = 0;
+
+		if (!said) {
+			vlog_info("the session was suspended: waiting for vgpud to take it up");
+			said = true;
+		}
+		if (sock >= 0) {
+			fill_hello(&h);
+			h.carrier = VGPU_CARRIER_MEMFD;
+			h.flags = VGPU_HELLO_RESUME;
+			h.resume_session = s->wl.session_id;
+			n = fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 3 : 4;
+			if (vgpu_send_fds(sock, &h, sizeof(h), fds, n) == sizeof(h) &&
+			    vgpu_send_fds(sock, &s->wl, sizeof(s->wl), NULL, 0) == sizeof(s->wl) &&
+			    vgpu_recv_fds(sock, &wl, sizeof(wl), NULL, &nfds) == sizeof(wl) &&
+			    wl.magic == VGPU_PROTO_MAGIC && !wl.status) {
+				close(s->sock);
+				s->sock = sock;
+				ok = true;
+				vlog_info("session %llu taken up again", (unsigned long long)wl.session_id);
+				break;
+			}
+			close(sock);
+		}
+		usleep(200000);
+	}
+	pthread_mutex_unlock(&lock);
+	return ok || read_once(&s->ring.sh->state) != VGPU_WORKER_SUSPENDED;
+}
+
 /* Called after a sleep timed out: is the worker still there? */
 static bool check_alive(void)
 {
 	struct pollfd p = { .fd = cl.s.sock, .events = POLLIN | POLLRDHUP };
 
+	if (read_once(&cl.s.ring.sh->state) == VGPU_WORKER_SUSPENDED &&
+	    cl.s.carrier == VGPU_CARRIER_MEMFD) {
+		if (resume())
+			return true;
+		mark_dead();
+		return false;
+	}
 	if (read_once(&cl.s.ring.sh->state) == VGPU_WORKER_DEAD || vgpu_ring_dead(&cl.s.ring) ||
 	    (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)))) {
 		mark_dead();

@@ -24,6 +24,7 @@ struct vgpu_session {
 	int sock;
 	void *region;			/* memfd: the region; kmod: the vgpu_shared page */
 	uint8_t *pool_base;		/* == wl.host_pool_base */
+	int region_fd, pool_fd;		/* memfd: kept to take a suspended session up */
 	uint32_t carrier;		/* VGPU_CARRIER_* */
 	struct vgpu_kmod kmod;		/* VGPU_CARRIER_KMOD: the session mapped */
 };

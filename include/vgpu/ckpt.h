@@ -114,6 +114,7 @@ enum {
 	VGPU_CKPT_SEC_CONTEXT,		/* struct vgpu_ckpt_setting records */
 	VGPU_CKPT_SEC_HANDLES,		/* struct vgpu_ckpt_handle records */
 	VGPU_CKPT_SEC_VA,		/* struct vgpu_ckpt_va records: windows */
+	VGPU_CKPT_SEC_CLIENT,		/* one struct vgpu_ckpt_client */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -234,7 +235,16 @@ struct vgpu_ckpt_va {
 	uint64_t granularity;
 };
 
+/* Who the session was: only that process may take it up again. */
+struct vgpu_ckpt_client {
+	uint32_t pid;		/* as SO_PEERCRED saw it */
+	uint32_t uid;
+	char comm[16];
+	uint64_t reserved[2];
+};
+
 _Static_assert(sizeof(struct vgpu_ckpt_gpu) == 128, "gpu identity layout");
+_Static_assert(sizeof(struct vgpu_ckpt_client) == 40, "client record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_header) == 512, "header layout");
 _Static_assert(__builtin_offsetof(struct vgpu_ckpt_header, gpu) == 112, "header layout");
 _Static_assert(__builtin_offsetof(struct vgpu_ckpt_header, header_crc) == 508, "header layout");

@@ -123,7 +123,7 @@
 #include <stdint.h>
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	5u
+#define VGPU_PROTO_VERSION	6u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -154,8 +154,14 @@ struct vgpu_hello {
 	uint32_t carrier;	/* VGPU_CARRIER_*: what the client set up */
 	char comm[32];		/* program name, NUL-terminated */
 	uint64_t kmod_session;	/* VGPU_CARRIER_KMOD: its /dev/vgpu session id */
-	uint64_t reserved[2];	/* must be 0 */
+	uint64_t resume_session;	/* VGPU_HELLO_RESUME: the session to take up */
+	uint64_t reserved;	/* must be 0 */
 };
+
+/* Hello flags. */
+#define VGPU_HELLO_RESUME	(1u << 0)	/* a suspended session comes back: its
+						 * welcome follows the hello, and the
+						 * region, doorbell and pool go along */
 
 /* Carriers (see "Connection" above). */
 #define VGPU_CARRIER_MEMFD	1u
@@ -234,6 +240,8 @@ struct vgpu_shared {
 
 #define VGPU_WORKER_RUNNING	0u
 #define VGPU_WORKER_DEAD	1u	/* worker is gone or going */
+#define VGPU_WORKER_SUSPENDED	2u	/* state saved to a file: the client waits
+					 * for a daemon to take it up again */
 
 struct vgpu_sqe {
 	uint16_t opcode;	/* VGPU_OP_* */
