@@ -115,6 +115,14 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 		if (arg[0] != '/')
 			return "the path must be absolute";
 		break;
+	case VGPU_CTL_RESTORE:
+		if (q->session)
+			return "restore takes no session: the file names it";
+		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)
+			return "the path must be one NUL-terminated string";
+		if (arg[0] != '/')
+			return "the path must be absolute";
+		break;
 	case VGPU_CTL_MIGRATE:
 		if (!q->session)
 			return "migrate needs a session";
@@ -176,6 +184,20 @@ void admin_done(int slot, ssize_t res)
 	} else {
 		char because[112];
 
+		if (q->op == VGPU_CTL_RESTORE) {
+			err = ad.ops->restore((const char *)(q + 1), because, sizeof(because));
+			if (!err) {
+				struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC,
+							    .version = VGPU_CTL_VERSION };
+
+				send_all(fd, &r, sizeof(r));
+				close(fd);
+				return;
+			}
+			refuse(fd, -err, "%s", because);
+			close(fd);
+			return;
+		}
 		if (q->op == VGPU_CTL_MIGRATE)
 			err = ad.ops->migrate(slot, q->session, because, sizeof(because));
 		else

@@ -26,6 +26,9 @@ struct admin_ops {
 			  char *why, size_t len);
 	/* Orders session @id's move to another worker, answered the same way. */
 	int (*migrate)(int slot, uint64_t id, char *why, size_t len);
+	/* Registers the suspended session in @path: 0 (answered at once) or
+	 * -errno and why. */
+	int (*restore)(const char *path, char *why, size_t len);
 };
 
 void admin_init(const struct admin_ops *ops);

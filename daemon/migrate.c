@@ -693,7 +693,8 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 		free(rep);
 		return ret;
 	}
-	unlink(rep->path);
+	if (rep->consume)
+		unlink(rep->path);
 	free(rep);
 	write_once(&w->ring.sh->state, VGPU_WORKER_RUNNING);
 	ok.session_id = w->session_id;

@@ -55,7 +55,7 @@ struct worker_handoff {
 /* Supervisor -> worker: where a resuming session's state is (WMSG_RESUME). */
 struct resume_reply {
 	int32_t status;			/* 0, -ENOENT (none), -EPERM (not yours) */
-	uint32_t pad;
+	uint32_t consume;		/* remove the file once the session is up */
 	char path[VGPU_CTL_MAX_ARG];
 };
 

@@ -68,6 +68,7 @@ struct ksession {
 struct suspended {
 	uint64_t session;
 	uint32_t pid, uid;
+	bool consume;		/* the daemon's own file (--restore DIR): removed once used */
 	char path[VGPU_CTL_MAX_ARG];
 };
 
@@ -455,7 +456,8 @@ static void start_drain(void)
 	io_uring_sqe_set_data64(sqe, UD(EV_DRAIN_TIMEOUT, 0));
 }
 
-static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const char *path)
+static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const char *path,
+			  bool consume)
 {
 	struct suspended *n = realloc(sv.susp, (sv.nsusp + 1) * sizeof(*n));
 
@@ -463,13 +465,56 @@ static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const ch
 		return;
 	sv.susp = n;
 	n = &sv.susp[sv.nsusp++];
-	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid };
+	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid, .consume = consume };
 	snprintf(n->path, sizeof(n->path), "%s", path);
 	if (session > sv.next_session)
 		sv.next_session = session;	/* new sessions get other numbers */
 }
 
-/* --restore DIR: the sessions suspended there, each with its client. */
+/*
+ * A suspended session's file, checked whole (every checksum), registered so
+ * that its own program may take it up. 0, or -errno and why.
+ */
+static int register_suspended(const char *path, bool consume, char *why, size_t len)
+{
+	struct vgpu_ckpt_reader *r;
+	struct vgpu_ckpt_client who;
+	char err[VGPU_CKPT_MSG];
+	uint64_t id;
+	int i, ret = vgpu_ckpt_reader_open(&r, path, NULL, VGPU_CKPT_VERIFY, err);
+
+	if (ret) {
+		snprintf(why, len, "%.*s", (int)len - 1, err);
+		return ret;
+	}
+	id = vgpu_ckpt_header(r)->session_id;
+	i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_CLIENT, 0);
+	if (i < 0 || vgpu_ckpt_read_begin(r, (unsigned)i) ||
+	    vgpu_ckpt_read(r, &who, sizeof(who)) != sizeof(who)) {
+		vgpu_ckpt_reader_close(r);
+		snprintf(why, len, "the file names no program to give the session back to");
+		return -EBADMSG;
+	}
+	vgpu_ckpt_reader_close(r);
+	for (size_t k = 0; k < sv.nsusp; k++)
+		if (sv.susp[k].session == id) {
+			snprintf(why, len, "session %llu is already waiting to be taken up",
+				 (unsigned long long)id);
+			return -EEXIST;
+		}
+	for (int k = 0; k < MAX_WORKERS; k++)
+		if (sv.w[k].pid && sv.w[k].state == W_BUSY && sv.w[k].session_id == id &&
+		    !sv.w[k].moved && !sv.w[k].suspended) {
+			snprintf(why, len, "session %llu is running", (unsigned long long)id);
+			return -EBUSY;
+		}
+	add_suspended(id, who.pid, who.uid, path, consume);
+	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)id, who.pid,
+		  path);
+	return 0;
+}
+
+/* --restore DIR: the sessions suspended there, each with its program. */
 static void load_suspended(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -480,31 +525,21 @@ static void load_suspended(const char *dir)
 		return;
 	}
 	while ((e = readdir(d))) {
-		struct vgpu_ckpt_reader *r;
-		struct vgpu_ckpt_client who;
-		char path[VGPU_CTL_MAX_ARG], err[VGPU_CKPT_MSG];
-		int i;
+		char path[VGPU_CTL_MAX_ARG], why[128];
 
 		if (strncmp(e->d_name, "session-", 8) || !strstr(e->d_name, ".vgc") ||
 		    strstr(e->d_name, ".tmp."))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (vgpu_ckpt_reader_open(&r, path, NULL, 0, err)) {
-			vlog_warn("--restore: %s", err);
-			continue;
-		}
-		i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_CLIENT, 0);
-		if (i < 0 || vgpu_ckpt_read_begin(r, (unsigned)i) ||
-		    vgpu_ckpt_read(r, &who, sizeof(who)) != sizeof(who)) {
-			vlog_warn("--restore: %s names no client", path);
-		} else {
-			add_suspended(vgpu_ckpt_header(r)->session_id, who.pid, who.uid, path);
-			vlog_info("session %llu (pid %u) may come back from %s",
-				  (unsigned long long)vgpu_ckpt_header(r)->session_id, who.pid, path);
-		}
-		vgpu_ckpt_reader_close(r);
+		if (register_suspended(path, true, why, sizeof(why)))
+			vlog_warn("--restore: %s: %s", path, why);
 	}
 	closedir(d);
+}
+
+static int order_restore(const char *path, char *why, size_t len)
+{
+	return register_suspended(path, false, why, len);
 }
 
 /* A worker's client wants to take up a suspended session. */
@@ -528,6 +563,7 @@ static void on_resume_request(int i)
 			break;
 		}
 		rep.status = 0;
+		rep.consume = s->consume;
 		snprintf(rep.path, sizeof(rep.path), "%s", s->path);
 		ws->session_id = id;
 		sv.susp[k] = sv.susp[--sv.nsusp];
@@ -842,7 +878,8 @@ static int order_migrate(int slot, uint64_t id, char *why, size_t len)
 
 static const struct admin_ops admin_ops = { .list_sessions = list_sessions,
 					    .checkpoint = order_checkpoint,
-					    .migrate = order_migrate };
+					    .migrate = order_migrate,
+					    .restore = order_restore };
 
 static void arm_ctl_accept(void)
 {

@@ -22,6 +22,8 @@ static const struct vgpuctl_cmd cmds[] = {
 	  "write a session's GPU state to FILE (the program pauses while it is copied)" },
 	{ "migrate", vgpuctl_migrate, "SESSION [--json] [--control PATH | --socket PATH]",
 	  "move a live session to another worker (the program waits meanwhile)" },
+	{ "restore", vgpuctl_restore, "FILE [--control PATH | --socket PATH]",
+	  "give back a suspended session from FILE when its program reconnects" },
 	{ "stats", vgpuctl_stats, "[--json]",
 	  "show the module's counters" },
 	{ "events", vgpuctl_events, "[--json] [--count N]",

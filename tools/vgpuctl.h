@@ -36,6 +36,7 @@ int vgpuctl_version(int argc, char **argv);
 int vgpuctl_cdi(int argc, char **argv);
 int vgpuctl_checkpoint(int argc, char **argv);
 int vgpuctl_migrate(int argc, char **argv);
+int vgpuctl_restore(int argc, char **argv);
 
 /* "usage: vgpuctl NAME ARGS" for one command, to stderr; returns 2. */
 int vgpuctl_usage(const char *name);

@@ -258,6 +258,60 @@ int vgpuctl_migrate(int argc, char **argv)
 	return VGPUCTL_OK;
 }
 
+int vgpuctl_restore(int argc, char **argv)
+{
+	struct {
+		struct vgpu_ctl_req q;
+		char path[VGPU_CTL_MAX_ARG];
+	} m = { .q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+		       .op = VGPU_CTL_RESTORE } };
+	struct vgpuctl_ctl_args a = { 0 };
+	struct vgpu_ctl_reply rep;
+	const char *path;
+	char buf[108], *file;
+	size_t len;
+	int fd;
+
+	for (int i = 1; i < argc; i++)
+		if (!vgpuctl_ctl_arg(argc, argv, &i, &a))
+			return vgpuctl_usage(argv[0]);
+	if (!a.id)
+		return vgpuctl_usage(argv[0]);
+	file = realpath(a.id, NULL);
+	if (!file || (len = strlen(file) + 1) > sizeof(m.path)) {
+		fprintf(stderr, "vgpuctl: %s: %s\n", a.id, file ? "path too long" : strerror(errno));
+		free(file);
+		return VGPUCTL_FAIL;
+	}
+	memcpy(m.path, file, len);
+	free(file);
+	m.q.arg_len = (uint32_t)len;
+	path = vgpuctl_control_path(a.control, a.socket, buf, sizeof(buf));
+	if (!path) {
+		fprintf(stderr, "vgpuctl: socket path too long\n");
+		return VGPUCTL_USAGE;
+	}
+	fd = ctl_connect(path);
+	if (fd < 0) {
+		vgpuctl_control_error(path, fd);
+		return VGPUCTL_FAIL;
+	}
+	if (send(fd, &m, sizeof(m.q) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m.q) + len) ||
+	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC) {
+		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
+		close(fd);
+		return VGPUCTL_FAIL;
+	}
+	close(fd);
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = 0;
+		fprintf(stderr, "vgpuctl: restore of %s: %s\n", m.path, rep.message);
+		return VGPUCTL_FAIL;
+	}
+	printf("%s: its session comes back when its program reconnects\n", m.path);
+	return VGPUCTL_OK;
+}
+
 /* An absolute path for @file (its folder must exist), or NULL. */
 static char *absolute(const char *file)
 {

@@ -38,6 +38,13 @@
  *               struct vgpu_ctl_checkpoint record: stall_ns is the time the
  *               program waited. If the move fails, the session stays where
  *               it was and the error says why.
+ *   RESTORE     argument: a checkpoint file's absolute path, NUL-terminated;
+ *               session 0, no flags. The file is checked whole (every
+ *               checksum, this GPU and driver) and its session is then
+ *               waiting to be taken up: when the program it names (pid and
+ *               uid) reconnects as a suspended client, a fresh worker
+ *               rebuilds the session from the file. Refused: a damaged or
+ *               foreign file, a session already waiting, one still running.
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -56,6 +63,7 @@ enum vgpu_ctl_op {
 	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
 	VGPU_CTL_CHECKPOINT = 2,	/* record: struct vgpu_ctl_checkpoint */
 	VGPU_CTL_MIGRATE = 3,	/* record: struct vgpu_ctl_checkpoint */
+	VGPU_CTL_RESTORE = 4,	/* no record */
 };
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */

@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE = 0x4C544356, 1, 1, 2, 3
+MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 1, 1, 2, 3, 4
 
 
 def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
@@ -59,6 +59,16 @@ def main():
          "unknown flags"),
         ("migrate of no session", req(op=MIGRATE, session=987654321), -errno.ENOENT,
          "no session 987654321"),
+        ("restore with a session", req(op=RESTORE, session=1, arg=b"/tmp/x\0"), -errno.EINVAL,
+         "takes no session"),
+        ("restore without a path", req(op=RESTORE), -errno.EINVAL, "NUL-terminated"),
+        ("restore of a relative path", req(op=RESTORE, arg=b"x.vgc\0"), -errno.EINVAL, "absolute"),
+        ("restore with a flag", req(op=RESTORE, flags=1, arg=b"/tmp/x\0"), -errno.EINVAL,
+         "unknown flags"),
+        ("restore of a missing file", req(op=RESTORE, arg=b"/nonexistent/x.vgc\0"), -errno.ENOENT,
+         "No such file"),
+        ("restore of a file that is no checkpoint", req(op=RESTORE, arg=b"/etc/passwd\0"),
+         -errno.ENOEXEC, "not a vgpu checkpoint"),
         ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
         ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
         ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),
