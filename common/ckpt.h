@@ -84,6 +84,15 @@ int vgpu_ckpt_write(struct vgpu_ckpt_writer *w, const void *buf, size_t len);
 int vgpu_ckpt_buf_get(struct vgpu_ckpt_writer *w, void **buf, size_t *cap);
 int vgpu_ckpt_buf_put(struct vgpu_ckpt_writer *w, size_t len);
 int vgpu_ckpt_end(struct vgpu_ckpt_writer *w);
+/*
+ * A plain section of len bytes that the caller writes itself, from any
+ * thread, at *offset of vgpu_ckpt_writer_fd(); then vgpu_ckpt_filled() with
+ * the CRC32C of those bytes. Every reserved section is filled before finish.
+ */
+int vgpu_ckpt_reserve(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id, uint64_t aux,
+		      uint64_t len, uint64_t *offset, unsigned *index);
+int vgpu_ckpt_filled(struct vgpu_ckpt_writer *w, unsigned index, uint32_t crc);
+int vgpu_ckpt_writer_fd(const struct vgpu_ckpt_writer *w);
 int vgpu_ckpt_ref_parent(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id);
 int vgpu_ckpt_finish(struct vgpu_ckpt_writer *w);
 void vgpu_ckpt_writer_close(struct vgpu_ckpt_writer *w);
@@ -122,6 +131,13 @@ int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader 
 int vgpu_ckpt_read_begin(struct vgpu_ckpt_reader *r, unsigned i);
 /* Up to len raw bytes of the current section; 0 at its (verified) end. */
 ssize_t vgpu_ckpt_read(struct vgpu_ckpt_reader *r, void *buf, size_t len);
+/*
+ * For callers that read a plain (uncompressed, not the parent's) section's
+ * stored bytes themselves, in parallel: the file (pread at the section's
+ * offset), and the check of the CRC32C they computed over all of them.
+ */
+int vgpu_ckpt_reader_fd(const struct vgpu_ckpt_reader *r);
+int vgpu_ckpt_check_crc(struct vgpu_ckpt_reader *r, unsigned i, uint32_t crc);
 
 /* ---- both ------------------------------------------------------------ */
 

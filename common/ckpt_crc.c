@@ -149,6 +149,47 @@ uint32_t vgpu_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~sw(~crc, buf, len);
 }
 
+/*
+ * Combining: crc(A|B) = crc_b ^ (crc_a advanced over len_b zero bytes), and
+ * advancing a register over n zero bytes multiplies it by x^(8n) modulo the
+ * polynomial. Powers x^(2^k) are squared once; any x^(8n) is a product of
+ * them, one per bit of n.
+ */
+static uint32_t mul_mod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	/* Reflected: bit 31 is x^0. */
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			prod ^= b;
+		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return prod;
+}
+
+static uint32_t x2k[64];	/* x^(2^k) mod P */
+static pthread_once_t x2k_once = PTHREAD_ONCE_INIT;
+
+static void x2k_init(void)
+{
+	x2k[0] = 1u << 30;	/* x^1 */
+	for (int k = 1; k < 64; k++)
+		x2k[k] = mul_mod(x2k[k - 1], x2k[k - 1]);
+}
+
+uint32_t vgpu_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	uint32_t p = 1u << 31;	/* x^0 */
+
+	pthread_once(&x2k_once, x2k_init);
+	/* x^(8 len_b): bit k of len_b contributes x^(2^(k+3)). */
+	for (int k = 3; len_b; len_b >>= 1, k++)
+		if (len_b & 1)
+			p = mul_mod(x2k[k], p);
+	return mul_mod(p, crc_a) ^ crc_b;
+}
+
 const char *vgpu_crc32c_impl(void)
 {
 	pthread_once(&once, crc_init);

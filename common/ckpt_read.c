@@ -671,3 +671,20 @@ ssize_t vgpu_ckpt_read(struct vgpu_ckpt_reader *r, void *buf, size_t len)
 		r->cur = -1;
 	return n;
 }
+
+int vgpu_ckpt_reader_fd(const struct vgpu_ckpt_reader *r)
+{
+	return r->fd;
+}
+
+int vgpu_ckpt_check_crc(struct vgpu_ckpt_reader *r, unsigned i, uint32_t crc)
+{
+	char l[96];
+
+	if (i >= r->hdr.section_count)
+		return rerr(r, -EINVAL, "no section %u (the file has %u)", i, r->hdr.section_count);
+	if (r->tab[i].crc != crc)
+		return rerr(r, -EBADMSG, "%s: checksum mismatch (stored %08x, computed %08x)",
+			    label(r, i, l, sizeof(l)), r->tab[i].crc, crc);
+	return 0;
+}

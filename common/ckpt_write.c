@@ -48,6 +48,8 @@ struct vgpu_ckpt_writer {
 	const struct vgpu_zstd *z;
 	void *cctx;
 
+	unsigned unfilled;		/* reserved sections still without their CRC */
+
 	int err;
 	char msg[VGPU_CKPT_MSG];
 };
@@ -300,6 +302,45 @@ int vgpu_ckpt_end(struct vgpu_ckpt_writer *w)
 	return add_entry(w, &w->cur);
 }
 
+int vgpu_ckpt_reserve(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id, uint64_t aux,
+		      uint64_t len, uint64_t *offset, unsigned *index)
+{
+	struct vgpu_ckpt_section s = { .type = type, .id = id, .aux = aux, .raw_len = len,
+				       .stored_len = len, .compression = VGPU_CKPT_COMP_NONE };
+
+	if (usable(w, 0))
+		return w->err;
+	if (!type || type > 0xffff)
+		return werr(w, -EINVAL, "reserve: bad section type %u", type);
+	if (pad(w) || flush(w))
+		return w->err;
+	s.offset = w->io.pos;
+	if (add_entry(w, &s))
+		return w->err;
+	/* The caller's bytes go there; the next section starts after them. */
+	w->io.pos += len;
+	w->unfilled++;
+	*offset = s.offset;
+	*index = w->ntab - 1;
+	return 0;
+}
+
+int vgpu_ckpt_filled(struct vgpu_ckpt_writer *w, unsigned index, uint32_t crc)
+{
+	if (w->err)
+		return w->err;
+	if (index >= w->ntab || w->tab[index].flags & VGPU_CKPT_SF_PARENT || !w->unfilled)
+		return werr(w, -EINVAL, "filled: section %u was not reserved", index);
+	w->tab[index].crc = crc;
+	w->unfilled--;
+	return 0;
+}
+
+int vgpu_ckpt_writer_fd(const struct vgpu_ckpt_writer *w)
+{
+	return w->fd;
+}
+
 int vgpu_ckpt_ref_parent(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id)
 {
 	struct vgpu_ckpt_section s;
@@ -374,6 +415,8 @@ int vgpu_ckpt_finish(struct vgpu_ckpt_writer *w)
 
 	if (usable(w, 0) || pad(w))
 		return w->err;
+	if (w->unfilled)
+		return werr(w, -EINVAL, "%u reserved sections were never filled", w->unfilled);
 	h->section_count = w->ntab;
 	h->table_offset = wpos(w);
 	h->table_size = tsize;
@@ -488,7 +531,7 @@ static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_write
 		w->tmp = NULL;
 		return werr(w, -ENOMEM, "out of memory");
 	}
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	w->fd = open(w->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0)
 		return werr(w, -errno, "cannot create %s: %s%s", w->tmp, strerror(errno),
 			    errno == EEXIST ? " (a checkpoint of this file in progress?)" : "");

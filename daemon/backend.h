@@ -30,6 +30,7 @@
 	X(cuCtxCreate_v4) \
 	X(cuCtxDestroy_v2) \
 	X(cuCtxSetCurrent) \
+	X(cuCtxGetCurrent) \
 	X(cuCtxSynchronize) \
 	X(cuCtxSetLimit) \
 	X(cuCtxGetLimit) \

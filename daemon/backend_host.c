@@ -813,6 +813,14 @@ CUresult host_cuCtxSetCurrent(CUcontext ctx)
 	return r;
 }
 
+CUresult host_cuCtxGetCurrent(CUcontext *ctx)
+{
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = (CUcontext)current;
+	return CUDA_SUCCESS;
+}
+
 CUresult host_cuCtxSynchronize(void)
 {
 	struct host_ctx *c;

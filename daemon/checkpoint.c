@@ -6,9 +6,11 @@
  * bytes), module images, functions, globals with their values, streams,
  * events, and the handle map (which context owns which handle).
  *
- * Device bytes go GPU -> the writer's staging buffers (registered with the
- * GPU once, so the copies are DMA) -> file, with the writer's io_uring
- * writes of one buffer overlapping the copy into the next.
+ * Device bytes of an uncompressed file are reserved in it and copied by
+ * several threads at once (ckpt_bulk.h). Compressed, they go GPU -> the
+ * writer's staging buffers (registered with the GPU once, so the copies
+ * are DMA) -> zstd -> file, the io_uring writes of one buffer overlapping
+ * the copy into the next.
  */
 #include "checkpoint.h"
 
@@ -163,20 +165,26 @@ static int write_allocations(struct ckpt_run *r)
 	for (size_t i = 0; !ret && i < r->nalloc; i++) {
 		const struct vgpu_ckpt_alloc *a = &r->alloc[i];
 
-		ret = ckpt_sink_begin(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0);
-		if (!ret && a->kind == VGPU_CKPT_MEM_DEVICE) {
-			ret = ckpt_sink_device(r->sink, a->addr, a->size);
+		if (a->kind == VGPU_CKPT_MEM_DEVICE) {
+			ret = ckpt_sink_device_section(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id,
+						       a->addr, a->size);
 			r->a->result.device_bytes += a->size;
-		} else if (!ret) {
+		} else {
 			/* The pool is mapped at the same address here as in the client. */
-			ret = ckpt_sink_write(r->sink, (const void *)(uintptr_t)a->addr, a->size);
+			ret = ckpt_sink_begin(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0);
+			if (!ret)
+				ret = ckpt_sink_write(r->sink, (const void *)(uintptr_t)a->addr,
+						      a->size);
+			if (!ret)
+				ret = ckpt_sink_end(r->sink);
 			r->a->result.host_bytes += a->size;
 		}
-		if (!ret)
-			ret = ckpt_sink_end(r->sink);
 		if (ret)
 			return sink_failed(r, ret);
 	}
+	ret = ckpt_sink_device_flush(r->sink);
+	if (ret)
+		return sink_failed(r, ret);
 	r->a->result.allocations = (uint32_t)r->nalloc;
 	return ret;
 }
@@ -508,7 +516,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	vgpu_ckpt_writer_buffers(wr, &staging, &size);
 	/* Pinned staging makes the device copies DMA; without it they still work. */
 	registered = !w->B.cuMemHostRegister_v2(staging, size, 0);
-	r.sink = ckpt_sink_stream(&w->B, wr);
+	r.sink = ckpt_sink_stream(&w->B, wr, !(o->flags & VGPU_CTL_F_COMPRESS));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
 	if (!ret && (ret = vgpu_ckpt_finish(wr)))
 		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ckpt_sink.h"
 
+#include "ckpt_bulk.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,9 +23,19 @@ struct section {
 	size_t first, n;	/* its pieces */
 };
 
+/* Stream, uncompressed: a reserved section whose bytes come later. */
+struct reserved {
+	unsigned index;		/* in the writer's table */
+	size_t first, n;	/* its pieces */
+};
+
 struct ckpt_sink {
 	const struct vgpu_backend *B;
 	struct vgpu_ckpt_writer *wr;	/* stream */
+	bool bulk;			/* device sections reserved, then copied in parallel */
+	struct ckpt_pieces ps;
+	struct reserved *res;
+	size_t nres, capres;
 	uint8_t *buf;			/* snapshot: pinned buffer */
 	size_t cap, used;
 	struct section *sec;
@@ -42,12 +54,15 @@ static struct ckpt_sink *sink_new(const struct vgpu_backend *B)
 	return s;
 }
 
-struct ckpt_sink *ckpt_sink_stream(const struct vgpu_backend *B, struct vgpu_ckpt_writer *wr)
+struct ckpt_sink *ckpt_sink_stream(const struct vgpu_backend *B, struct vgpu_ckpt_writer *wr,
+				   bool bulk)
 {
 	struct ckpt_sink *s = sink_new(B);
 
-	if (s)
+	if (s) {
 		s->wr = wr;
+		s->bulk = bulk;
+	}
 	return s;
 }
 
@@ -203,6 +218,58 @@ int ckpt_sink_device(struct ckpt_sink *s, uint64_t p, uint64_t len)
 	return ret;
 }
 
+int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, uint64_t p,
+			     uint64_t len)
+{
+	uint64_t off;
+	unsigned index;
+	int ret;
+
+	if (!s->bulk) {
+		ret = ckpt_sink_begin(s, type, id, 0);
+		if (!ret)
+			ret = ckpt_sink_device(s, p, len);
+		return ret ? ret : ckpt_sink_end(s);
+	}
+	ret = vgpu_ckpt_reserve(s->wr, type, id, 0, len, &off, &index);
+	if (ret)
+		return writer_failed(s, ret);
+	if (grow((void **)&s->res, &s->capres, s->nres, sizeof(*s->res)))
+		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
+	s->res[s->nres] = (struct reserved){ .index = index, .first = s->ps.n };
+	if (ckpt_pieces_add(&s->ps, off, p, len))
+		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
+	s->res[s->nres].n = s->ps.n - s->res[s->nres].first;
+	s->nres++;
+	return 0;
+}
+
+int ckpt_sink_device_flush(struct ckpt_sink *s)
+{
+	CUcontext ctx = NULL;
+	char why[160];
+	int ret;
+
+	if (!s->nres)
+		return 0;
+	if (s->B->cuCtxGetCurrent(&ctx) || !ctx)
+		return fail(s, -EIO, "device memory cannot be read: no context");
+	ret = ckpt_bulk_run(s->B, ctx, vgpu_ckpt_writer_fd(s->wr), CKPT_BULK_SAVE, &s->ps, why,
+			    sizeof(why));
+	if (ret)
+		return fail(s, ret, "%s", why);
+	for (size_t i = 0; i < s->nres; i++) {
+		const struct reserved *r = &s->res[i];
+
+		ret = vgpu_ckpt_filled(s->wr, r->index, ckpt_pieces_crc(s->ps.p + r->first, r->n));
+		if (ret)
+			return writer_failed(s, ret);
+	}
+	s->nres = 0;
+	ckpt_pieces_free(&s->ps);
+	return 0;
+}
+
 int ckpt_sink_end(struct ckpt_sink *s)
 {
 	int ret;
@@ -238,5 +305,7 @@ void ckpt_sink_free(struct ckpt_sink *s)
 			free((void *)s->pc[i].p);
 	free(s->pc);
 	free(s->sec);
+	free(s->res);
+	ckpt_pieces_free(&s->ps);
 	free(s);
 }

@@ -13,6 +13,7 @@
 #ifndef VGPU_CKPT_SINK_H
 #define VGPU_CKPT_SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,7 +23,10 @@
 struct ckpt_sink;
 
 /* Writes through @wr (owned by the caller). */
-struct ckpt_sink *ckpt_sink_stream(const struct vgpu_backend *B, struct vgpu_ckpt_writer *wr);
+/* bulk (uncompressed writers only): device sections are reserved in the
+ * file and copied by several threads at ckpt_sink_device_flush(). */
+struct ckpt_sink *ckpt_sink_stream(const struct vgpu_backend *B, struct vgpu_ckpt_writer *wr,
+				   bool bulk);
 /* Keeps the sections; device bytes go to @buf (@cap bytes, registered with
  * the GPU), then, when it is full, to the heap. */
 struct ckpt_sink *ckpt_sink_snapshot(const struct vgpu_backend *B, void *buf, size_t cap);
@@ -32,6 +36,11 @@ int ckpt_sink_write(struct ckpt_sink *s, const void *p, size_t len);
 /* Device bytes [p, p + len), read with the current context's copies. */
 int ckpt_sink_device(struct ckpt_sink *s, uint64_t p, uint64_t len);
 int ckpt_sink_end(struct ckpt_sink *s);
+/* A whole section of device bytes: begin, device and end in one. */
+int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, uint64_t p,
+			     uint64_t len);
+/* The device sections a bulk sink has reserved, copied (before the finish). */
+int ckpt_sink_device_flush(struct ckpt_sink *s);
 /* Why the last call failed. */
 const char *ckpt_sink_error(const struct ckpt_sink *s);
 

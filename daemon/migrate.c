@@ -17,6 +17,7 @@
 
 #include "barrier.h"
 #include "ckpt.h"
+#include "ckpt_bulk.h"
 #include "clock.h"
 #include "fdpass.h"
 #include "log.h"
@@ -247,26 +248,93 @@ static int contexts(struct rebuild *b)
 	return 0;
 }
 
+/* One allocation's bytes through the reader, in order (compressed, or in
+ * the parent): the file is read into one half of the bounce buffer while
+ * the other is copied. */
+static int load_in_order(struct rebuild *b, unsigned k, uint64_t at)
+{
+	struct worker *w = b->w;
+	CUresult rc = CUDA_SUCCESS;
+	ssize_t got = 0;
+
+	if (vgpu_ckpt_read_begin(b->r, k))
+		return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
+	for (int h = 0;; h ^= 1) {
+		uint8_t *half = (uint8_t *)b->bounce + (size_t)h * BOUNCE;
+
+		if (b->ev_live[h] && (rc = w->B.cuEventSynchronize(b->ev[h])))
+			break;
+		b->ev_live[h] = false;
+		got = vgpu_ckpt_read(b->r, half, BOUNCE);
+		if (got <= 0)
+			break;
+		rc = w->B.cuMemcpyHtoDAsync_v2(at, half, (size_t)got, NULL);
+		if (!rc)
+			rc = w->B.cuEventRecordWithFlags(b->ev[h], NULL, 0);
+		if (rc)
+			break;
+		b->ev_live[h] = true;
+		at += (uint64_t)got;
+	}
+	if (!rc)
+		rc = w->B.cuStreamSynchronize(NULL);
+	b->ev_live[0] = b->ev_live[1] = false;
+	if (rc)
+		return fail(b, -EIO, "writing device memory at %#llx failed (CUDA error %d)",
+			    (unsigned long long)at, rc);
+	return got < 0 ? fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r)) : 0;
+}
+
+/* A plain section's pieces, read by several threads (ckpt_bulk.h). */
+struct plain {
+	unsigned section;
+	size_t first, n;	/* its pieces */
+};
+
+static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct plain *pl,
+		      size_t npl)
+{
+	CUcontext ctx = NULL;
+	char why[160];
+	int ret;
+
+	if (!ps->n)
+		return 0;
+	if (b->w->B.cuCtxGetCurrent(&ctx) || !ctx)
+		return fail(b, -EIO, "device memory cannot be written: no context");
+	ret = ckpt_bulk_run(&b->w->B, ctx, vgpu_ckpt_reader_fd(b->r), CKPT_BULK_LOAD, ps, why,
+			    sizeof(why));
+	if (ret)
+		return fail(b, ret, "%s", why);
+	for (size_t i = 0; i < npl; i++)
+		if (vgpu_ckpt_check_crc(b->r, pl[i].section,
+					ckpt_pieces_crc(ps->p + pl[i].first, pl[i].n)))
+			return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
+	return 0;
+}
+
 /* Device allocations at their addresses with their bytes; the pool's
  * blocks registered (their bytes are in the pool itself, shared). */
 static int memory(struct rebuild *b, int pool_fd)
 {
 	struct worker *w = b->w;
 	struct vgpu_ckpt_alloc *a;
+	struct ckpt_pieces ps = { 0 };
+	struct plain *pl = NULL;
 	uint64_t *haddr = NULL, *hsize = NULL;
-	size_t n, off, nh = 0;
+	size_t n, off, nh = 0, npl = 0;
 	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off);
 
 	if (ret)
 		return ret;
 	haddr = calloc(n + 1, sizeof(*haddr));
 	hsize = calloc(n + 1, sizeof(*hsize));
-	if (!haddr || !hsize)
+	pl = calloc(n + 1, sizeof(*pl));
+	if (!haddr || !hsize || !pl)
 		ret = fail(b, -ENOMEM, "out of memory");
 	for (size_t i = 0; !ret && i < n; i++) {
-		CUresult rc = CUDA_SUCCESS;
-		ssize_t got = 0;
-		uint64_t at;
+		const struct vgpu_ckpt_section *s;
+		CUresult rc;
 		int k;
 
 		if (a[i].kind == VGPU_CKPT_MEM_HOST) {
@@ -282,42 +350,26 @@ static int memory(struct rebuild *b, int pool_fd)
 			break;
 		}
 		k = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_ALLOC_DATA, a[i].data_id);
-		if (k < 0 || vgpu_ckpt_section_at(b->r, (unsigned)k)->raw_len != a[i].size ||
-		    vgpu_ckpt_read_begin(b->r, (unsigned)k)) {
+		s = k < 0 ? NULL : vgpu_ckpt_section_at(b->r, (unsigned)k);
+		if (!s || s->raw_len != a[i].size) {
 			ret = fail(b, -EBADMSG, "the bytes of the allocation at %#llx are missing",
 				   (unsigned long long)a[i].addr);
-			break;
+		} else if (s->compression == VGPU_CKPT_COMP_NONE && !(s->flags & VGPU_CKPT_SF_PARENT)) {
+			pl[npl] = (struct plain){ .section = (unsigned)k, .first = ps.n };
+			if (ckpt_pieces_add(&ps, s->offset, a[i].addr, s->stored_len))
+				ret = fail(b, -ENOMEM, "out of memory");
+			pl[npl].n = ps.n - pl[npl].first;
+			npl++;
+		} else {
+			ret = load_in_order(b, (unsigned)k, a[i].addr);
 		}
-		at = a[i].addr;
-		/* Two halves: the file is read into one while the other is copied. */
-		for (int h = 0;; h ^= 1) {
-			uint8_t *half = (uint8_t *)b->bounce + (size_t)h * BOUNCE;
-
-			if (b->ev_live[h] && (rc = w->B.cuEventSynchronize(b->ev[h])))
-				break;
-			b->ev_live[h] = false;
-			got = vgpu_ckpt_read(b->r, half, BOUNCE);
-			if (got <= 0)
-				break;
-			rc = w->B.cuMemcpyHtoDAsync_v2(at, half, (size_t)got, NULL);
-			if (!rc)
-				rc = w->B.cuEventRecordWithFlags(b->ev[h], NULL, 0);
-			if (rc)
-				break;
-			b->ev_live[h] = true;
-			at += (uint64_t)got;
-		}
-		if (!rc)
-			rc = w->B.cuStreamSynchronize(NULL);
-		b->ev_live[0] = b->ev_live[1] = false;
-		if (rc)
-			ret = fail(b, -EIO, "writing device memory at %#llx failed (CUDA error %d)",
-				   (unsigned long long)at, rc);
-		else if (got < 0)
-			ret = fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
 	}
+	if (!ret)
+		ret = load_plain(b, &ps, pl, npl);
 	if (!ret && (ret = hostpool_adopt(&w->pool, pool_fd, haddr, hsize, nh)))
 		fail(b, ret, "the pinned host pool cannot be taken over: %s", strerror(-ret));
+	ckpt_pieces_free(&ps);
+	free(pl);
 	free(haddr);
 	free(hsize);
 	free(a);

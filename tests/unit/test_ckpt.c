@@ -311,6 +311,16 @@ static void test_crc(void)
 		same &= one == vgpu_crc32c(vgpu_crc32c(0, b + off, cut), b + off + cut, len - cut);
 	}
 	CHECK(same, "%s and slice-by-8 agree, in one piece or two", vgpu_crc32c_impl());
+	same = 1;
+	for (int i = 0; i < 300; i++) {
+		size_t len = rnd(i < 200 ? 20000 : n), cut = rnd(len + 1);
+
+		same &= vgpu_crc32c(0, b, len) ==
+			vgpu_crc32c_combine(vgpu_crc32c(0, b, cut), vgpu_crc32c(0, b + cut, len - cut),
+					    len - cut);
+	}
+	CHECK(same, "crc of two pieces combined = crc of the whole");
+	CHECK(vgpu_crc32c_combine(0xe3069283, 0, 0) == 0xe3069283, "combined with nothing");
 	t0 = now();
 	for (int i = 0; i < 4; i++)
 		x ^= vgpu_crc32c(0, b, n);
@@ -398,6 +408,77 @@ static void test_round_trips(void)
 	CHECK(vgpu_ckpt_writer_open(&w, path, &o, msg) == 0 && !vgpu_ckpt_writer_uring(w),
 	      "pwrite when asked");
 	vgpu_ckpt_writer_close(w);
+}
+
+/* Reserved sections, filled by the caller at their offsets, between
+ * written ones; unfilled ones stop the finish. */
+static void test_reserve(void)
+{
+	struct vgpu_ckpt_writer_opts o;
+	struct vgpu_ckpt_writer *w;
+	struct vgpu_ckpt_reader *r;
+	size_t len = (3 << 20) + 123;
+	uint8_t *b = malloc(len), *back = malloc(len);
+	uint64_t off[2];
+	unsigned idx[2];
+	char msg[VGPU_CKPT_MSG];
+	int fd, k;
+
+	gen(9, 0, 0, b, len);
+	wopts(&o, 0, 0);
+	unlink(path);
+	CHECK(vgpu_ckpt_writer_open(&w, path, &o, msg) == 0, "open: %s", msg);
+	fd = vgpu_ckpt_writer_fd(w);
+	CHECK(vgpu_ckpt_reserve(w, VGPU_CKPT_SEC_ALLOC_DATA, 1, 0, len, &off[0], &idx[0]) == 0 &&
+	      off[0] % VGPU_CKPT_ALIGN == 0, "reserve");
+	CHECK(vgpu_ckpt_begin(w, VGPU_CKPT_SEC_MODULE_IMAGE, 2, 0, 0) == 0 &&
+	      vgpu_ckpt_write(w, b, 5000) == 0 && vgpu_ckpt_end(w) == 0, "a written section after it");
+	CHECK(vgpu_ckpt_reserve(w, VGPU_CKPT_SEC_ALLOC_DATA, 3, 0, 4096, &off[1], &idx[1]) == 0 &&
+	      off[1] >= off[0] + len + 5000, "a second reserve after both");
+	/* Pieces out of order, as threads write them. */
+	CHECK(pwrite(fd, b + 4096, len - 4096, (off_t)off[0] + 4096) == (ssize_t)(len - 4096) &&
+	      pwrite(fd, b, 4096, (off_t)off[0]) == 4096 && pwrite(fd, b, 4096, (off_t)off[1]) == 4096,
+	      "caller's writes");
+	CHECK(vgpu_ckpt_filled(w, idx[0], vgpu_crc32c_combine(vgpu_crc32c(0, b, 4096),
+							   vgpu_crc32c(0, b + 4096, len - 4096),
+							   len - 4096)) == 0, "filled");
+	CHECK(vgpu_ckpt_finish(w) == -EINVAL && strstr(vgpu_ckpt_writer_error(w), "never filled"),
+	      "an unfilled reserve stops the finish: %s", vgpu_ckpt_writer_error(w));
+	vgpu_ckpt_writer_close(w);
+	CHECK(access(path, F_OK) && no_temp(dir), "nothing left of it");
+
+	unlink(path);
+	CHECK(vgpu_ckpt_writer_open(&w, path, &o, msg) == 0, "open again: %s", msg);
+	CHECK(vgpu_ckpt_filled(w, 0, 0) == -EINVAL, "filled without a reserve");
+	vgpu_ckpt_writer_close(w);
+	unlink(path);
+	CHECK(vgpu_ckpt_writer_open(&w, path, &o, msg) == 0, "open a third time: %s", msg);
+	fd = vgpu_ckpt_writer_fd(w);
+	CHECK(vgpu_ckpt_reserve(w, VGPU_CKPT_SEC_ALLOC_DATA, 1, 0, len, &off[0], &idx[0]) == 0 &&
+	      pwrite(fd, b, len, (off_t)off[0]) == (ssize_t)len &&
+	      vgpu_ckpt_filled(w, idx[0], vgpu_crc32c(0, b, len)) == 0 &&
+	      vgpu_ckpt_finish(w) == 0, "reserved, written, filled, finished: %s",
+	      vgpu_ckpt_writer_error(w));
+	vgpu_ckpt_writer_close(w);
+	r = NULL;
+	CHECK(vgpu_ckpt_reader_open(&r, path, NULL, VGPU_CKPT_VERIFY, msg) == 0, "verifies: %s", msg);
+	if (r) {
+		k = vgpu_ckpt_find(r, VGPU_CKPT_SEC_ALLOC_DATA, 1);
+		CHECK(k >= 0 && vgpu_ckpt_read_begin(r, (unsigned)k) == 0 &&
+		      vgpu_ckpt_read(r, back, len) == (ssize_t)len && !memcmp(b, back, len),
+		      "its bytes read back");
+		CHECK(k >= 0 && pread(vgpu_ckpt_reader_fd(r), back, 4096,
+				     (off_t)vgpu_ckpt_section_at(r, (unsigned)k)->offset) == 4096 &&
+		      !memcmp(b, back, 4096), "the reader's descriptor reads the section");
+		CHECK(k >= 0 && vgpu_ckpt_check_crc(r, (unsigned)k, vgpu_crc32c(0, b, len)) == 0,
+		      "the right CRC passes");
+		CHECK(k >= 0 && vgpu_ckpt_check_crc(r, (unsigned)k, 1) == -EBADMSG &&
+		      strstr(vgpu_ckpt_reader_error(r), "checksum mismatch"),
+		      "a wrong one is a mismatch: %s", vgpu_ckpt_reader_error(r));
+		vgpu_ckpt_reader_close(r);
+	}
+	free(b);
+	free(back);
 }
 
 /* A seccomp filter that fails io_uring_setup with ENOSYS, as container runtimes do. */
@@ -1172,6 +1253,7 @@ int main(int argc, char **argv)
 
 	test_crc();
 	test_round_trips();
+	test_reserve();
 	test_seccomp();
 
 	wopts(&o, have_zstd ? 3 : 0, 0);

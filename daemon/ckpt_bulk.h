@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device bytes between a checkpoint file and the GPU on several threads.
+ * One core copying to or from the page cache and checksumming is several
+ * times slower than the GPU's link, so the bytes are cut into pieces and
+ * each thread moves its share through its own pinned buffers and stream:
+ *
+ *   load: pread -> CRC -> host-to-device copy (overlapping the next pread)
+ *   save: device-to-host copy -> CRC -> the file, through a shared mapping
+ *         (tmpfs takes its inode lock for every write(), not for faults)
+ *
+ * Each piece's CRC is its own (from 0); ckpt_pieces_crc() combines a
+ * section's pieces into the section's CRC.
+ */
+#ifndef VGPU_CKPT_BULK_H
+#define VGPU_CKPT_BULK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define CKPT_PIECE (8u << 20)	/* bytes a piece holds at most */
+
+struct ckpt_piece {
+	uint64_t off;		/* in the file */
+	uint64_t dev;		/* device address */
+	uint64_t len;		/* 1..CKPT_PIECE */
+	uint32_t crc;		/* of these bytes alone: set by ckpt_bulk_run */
+};
+
+struct ckpt_pieces {
+	struct ckpt_piece *p;
+	size_t n, cap;
+};
+
+enum ckpt_bulk_dir { CKPT_BULK_LOAD, CKPT_BULK_SAVE };
+
+/* [dev, dev + len) at file offset off, cut into pieces. 0 or -ENOMEM. */
+int ckpt_pieces_add(struct ckpt_pieces *ps, uint64_t off, uint64_t dev, uint64_t len);
+/* The CRC32C of the bytes of pieces p[0..n), in order. */
+uint32_t ckpt_pieces_crc(const struct ckpt_piece *p, size_t n);
+void ckpt_pieces_free(struct ckpt_pieces *ps);
+
+/* Threads to use: VGPU_CKPT_THREADS, else the online CPUs, at most 8. */
+unsigned ckpt_bulk_threads(void);
+
+/*
+ * Moves every piece, ctx current in each thread. Saving, the file must be
+ * writable and its size cover every piece. 0, or -errno and why.
+ */
+int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt_bulk_dir dir,
+		  struct ckpt_pieces *ps, char *why, size_t why_len);
+
+#endif
