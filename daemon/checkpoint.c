@@ -31,6 +31,7 @@
 #include "ckpt_sink.h"
 #include "clock.h"
 #include "log.h"
+#include "migrate.h"
 #include "retained.h"
 #include "worker.h"
 
@@ -487,9 +488,14 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 	worker_checkpoint_file(w, o, a);
 	answer(w, o, a);
 	/* --stop: nothing the program does after the file may be lost, so
-	 * the session ends here (its client's next call gets the error of an
-	 * ended session). */
+	 * the session ends here. Its program waits for `vgpuctl restore` of
+	 * the file (VGPU_RESUME_TIMEOUT); over /dev/vgpu, where a session
+	 * cannot be taken up again yet, its next call fails. */
 	if (!a->status && (o->flags & VGPU_CTL_F_STOP)) {
+		if (!w->ring.kmod) {
+			worker_leave_suspended(w, o->path);
+			return;
+		}
 		vlog_info("session %llu: checkpointed; ending it (--stop)",
 			  (unsigned long long)w->session_id);
 		write_once(&w->dead, true);

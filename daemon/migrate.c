@@ -102,15 +102,20 @@ void worker_suspend(struct worker *w, const struct ckpt_order *o)
 		a.status = -EBUSY;
 		snprintf(a.message, sizeof(a.message), "host callbacks are pending");
 	} else if (!worker_checkpoint_file(w, o, &a)) {
-		worker_sq_release(&w->ring);
-		/* Before the worker goes: the client sees this, not a dead worker. */
-		write_once(&w->ring.sh->state, VGPU_WORKER_SUSPENDED);
-		w->moved = true;
-		vlog_info("session %llu: suspended to %s", (unsigned long long)w->session_id,
-			  o->path);
+		worker_leave_suspended(w, o->path);
 	}
 	a.type = WMSG_CHECKPOINTED;
 	say(w, &a);
+}
+
+void worker_leave_suspended(struct worker *w, const char *path)
+{
+	worker_sq_release(&w->ring);
+	/* Before the worker goes: the client sees this, not a dead worker. */
+	write_once(&w->ring.sh->state, VGPU_WORKER_SUSPENDED);
+	w->moved = true;
+	vlog_info("session %llu: suspended to %s; its program waits to be taken up",
+		  (unsigned long long)w->session_id, path);
 }
 
 /* ---- the new worker ------------------------------------------------------ */

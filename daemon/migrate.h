@@ -70,6 +70,9 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o);
 /* A drain: the state to o->path, the session left suspended (its client
  * waits for a daemon to take it up), this worker gone. */
 void worker_suspend(struct worker *w, const struct ckpt_order *o);
+/* After a complete checkpoint to path: the worker goes, the client waits
+ * (VGPU_WORKER_SUSPENDED) for a daemon to take the session up from it. */
+void worker_leave_suspended(struct worker *w, const char *path);
 /* A suspended session's client came back (hello with VGPU_HELLO_RESUME and
  * its region, doorbell, pool and stdout): take it up, then serve it. */
 int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds, int nfds);
