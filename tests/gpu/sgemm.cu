@@ -3,7 +3,15 @@
  * cuBLAS SGEMM (column-major C = alpha*A*B + beta*C), compared with a
  * double-precision product on the host within a tolerance; the checksum is
  * printed rounded, so native and vgpu runs print the same text.
+ *
+ *   sgemm            one product
+ *   sgemm loop N     then N steps of C = A*B/k + C/2 (one every 50 ms, each
+ *                    printing "step I"), the runner checkpointing and moving
+ *                    the session meanwhile; C is checked against the same
+ *                    recurrence on the host every 10 steps and at the end.
  */
+#include <unistd.h>
+
 #include <cublas_v2.h>
 #include <math.h>
 
@@ -19,7 +27,52 @@
 		}                                                                \
 	} while (0)
 
-int main(void)
+/* C = a*A*B + b*C on the host, in double precision. */
+static void host_gemm(int m, int n, int k, double a, const float *A, const float *B, double b,
+		      double *C)
+{
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < m; i++) {
+			double ref = 0;
+
+			for (int l = 0; l < k; l++)
+				ref += (double)A[i + l * m] * B[l + j * k];
+			C[i + j * m] = a * ref + b * C[i + j * m];
+		}
+}
+
+static int loop(cublasHandle_t h, int m, int n, int k, const float *A, const float *B,
+		const float *dA, const float *dB, float *dC, int steps)
+{
+	const float a = 1.0f / k, b = 0.5f;
+	double *ref = (double *)calloc((size_t)m * n, sizeof(double)), maxerr = 0, sum = 0;
+	float *C = (float *)malloc((size_t)m * n * 4);
+
+	CHECK(cudaMemset(dC, 0, (size_t)m * n * 4));
+	for (int s = 1; s <= steps; s++) {
+		CB(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &a, dA, m, dB, k, &b, dC, m));
+		host_gemm(m, n, k, a, A, B, b, ref);
+		if (s % 10 == 0 || s == steps) {
+			CB(cublasGetMatrix(m, n, 4, dC, m, C, m));
+			for (int i = 0; i < m * n; i++)
+				maxerr = fmax(maxerr, fabs(ref[i] - C[i]));
+		}
+		CHECK(cudaDeviceSynchronize());
+		printf("step %d\n", s);
+		fflush(stdout);
+		usleep(50000);
+	}
+	for (int i = 0; i < m * n; i++)
+		sum += ref[i];
+	EXPECT(maxerr < 1e-4, "loop: max error %g", maxerr);
+	printf("loop of %d steps: reference checksum %.3f, within 1e-4: %s\n", steps, sum,
+	       maxerr < 1e-4 ? "yes" : "no");
+	free(ref);
+	free(C);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	const int m = 384, n = 256, k = 320;
 	const float alpha = 1.25f, beta = -0.5f;
@@ -59,6 +112,8 @@ int main(void)
 	/* The host's sum of the reference, rounded: the same text anywhere. */
 	printf("sgemm %dx%dx%d: reference checksum %.1f, within 1e-3: %s\n", m, n, k, sum,
 	       maxerr < 1e-3 ? "yes" : "no");
+	if (argc == 3 && !strcmp(argv[1], "loop") && loop(h, m, n, k, A, B, dA, dB, dC, atoi(argv[2])))
+		return 1;
 	CB(cublasDestroy(h));
 	CHECK(cudaFree(dA));
 	CHECK(cudaFree(dB));
