@@ -70,6 +70,9 @@ struct vgpu_ckpt_writer_opts {
 	unsigned nbufs;		/* staging buffers; 0: 8 */
 	size_t buf_size;	/* bytes each, multiple of 4 KiB; 0: 4 MiB */
 	unsigned flags;		/* VGPU_CKPT_W_* */
+	uint64_t prealloc;	/* bytes to allocate and fault in at open, so that
+				 * writing them later (by a program that waits)
+				 * costs no page allocation; 0: none */
 };
 
 struct vgpu_ckpt_writer;

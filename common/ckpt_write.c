@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define DEFAULT_NBUFS	8u
@@ -518,6 +519,22 @@ static int setup_zstd(struct vgpu_ckpt_writer *w, int level)
 	return 0;
 }
 
+/*
+ * Blocks taken and their pages faulted in (on tmpfs a read fault clears an
+ * allocated page): the bytes written later only land. Best effort; the
+ * finish cuts the file to its size.
+ */
+static void prealloc(int fd, uint64_t len)
+{
+	void *m;
+
+	if (fallocate(fd, 0, 0, (off_t)len))
+		return;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (m != MAP_FAILED)
+		munmap(m, len);
+}
+
 static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_writer_opts *o)
 {
 	unsigned nbufs;
@@ -536,6 +553,8 @@ static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_write
 		return werr(w, -errno, "cannot create %s: %s%s", w->tmp, strerror(errno),
 			    errno == EEXIST ? " (a checkpoint of this file in progress?)" : "");
 	w->created = 1;
+	if (o->prealloc)
+		prealloc(w->fd, o->prealloc);
 	if (ckpt_io_init(&w->io, w->fd, VGPU_CKPT_DATA_OFFSET, nbufs, bufsize,
 			 o->flags & VGPU_CKPT_W_NO_URING ? CKPT_IO_NO_URING : 0))
 		return io_err(w);

@@ -459,17 +459,36 @@ static void answer(struct worker *w, const struct ckpt_order *o, struct ckpt_ans
 			  (unsigned long long)w->session_id, strerror(errno));
 }
 
+static int writer_open(struct worker *w, const struct ckpt_order *o,
+		       const struct vgpu_ckpt_gpu *gpu, uint32_t driver, uint64_t prealloc,
+		       struct vgpu_ckpt_writer **wr, char *err)
+{
+	struct vgpu_ckpt_writer_opts opts = { .gpu = gpu, .driver_version = driver,
+					      .session_id = w->session_id,
+					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0,
+					      .prealloc = prealloc };
+
+	return vgpu_ckpt_writer_open(wr, o->path, &opts, err);
+}
+
 static int open_writer(struct ckpt_run *r, const struct ckpt_order *o,
 		       const struct vgpu_ckpt_gpu *gpu, uint32_t driver,
 		       struct vgpu_ckpt_writer **wr)
 {
-	struct vgpu_ckpt_writer_opts opts = { .gpu = gpu, .driver_version = driver,
-					      .session_id = r->w->session_id,
-					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0 };
 	char err[VGPU_CKPT_MSG];
-	int ret = vgpu_ckpt_writer_open(wr, o->path, &opts, err);
+	int ret = writer_open(r->w, o, gpu, driver, 0, wr, err);
 
 	return ret ? fail(r, ret, "%s", err) : 0;
+}
+
+int worker_checkpoint_writer(struct worker *w, const struct ckpt_order *o, uint64_t prealloc,
+			     struct vgpu_ckpt_writer **wr, char *err)
+{
+	struct vgpu_ckpt_gpu gpu;
+	uint32_t driver;
+
+	worker_gpu_identity(w, &gpu, &driver);
+	return writer_open(w, o, &gpu, driver, prealloc, wr, err);
 }
 
 static void file_size(const char *path, struct ckpt_answer *a)
@@ -485,7 +504,7 @@ static int flushing;	/* files being written from memory */
 /* Stream mode: the program waits for the whole file. */
 static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
 {
-	worker_checkpoint_file(w, o, a);
+	worker_checkpoint_file(w, o, a, NULL);
 	answer(w, o, a);
 	/* --stop: nothing the program does after the file may be lost, so
 	 * the session ends here. Its program waits for `vgpuctl restore` of
@@ -502,10 +521,10 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 	}
 }
 
-int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
+int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,
+			   struct vgpu_ckpt_writer *wr)
 {
 	struct ckpt_run r = { .w = w, .a = a };
-	struct vgpu_ckpt_writer *wr = NULL;
 	struct vgpu_ckpt_gpu gpu;
 	uint64_t t0 = vgpu_now_ns();
 	uint32_t driver;
@@ -517,7 +536,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (drain(&r))
 		goto out;
 	worker_gpu_identity(w, &gpu, &driver);
-	if (open_writer(&r, o, &gpu, driver, &wr))
+	if (!wr && open_writer(&r, o, &gpu, driver, &wr))
 		goto out;
 	vgpu_ckpt_writer_buffers(wr, &staging, &size);
 	/* Pinned staging makes the device copies DMA; without it they still work. */
@@ -529,9 +548,9 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (registered)
 		w->B.cuMemHostUnregister(staging);
 	ckpt_sink_free(r.sink);
-	vgpu_ckpt_writer_close(wr);
 	file_size(o->path, a);
 out:
+	vgpu_ckpt_writer_close(wr);	/* not finished: its temporary file goes */
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
 	return a->status;
 }

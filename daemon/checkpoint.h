@@ -18,6 +18,7 @@
 #include "vgpu/ctl.h"
 
 struct worker;
+struct vgpu_ckpt_writer;
 
 #define WORDER_CHECKPOINT	1
 
@@ -46,8 +47,17 @@ struct ckpt_answer {
  * Either way the answer goes to the supervisor once the file is complete.
  */
 void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o);
-/* The checkpoint straight to o->path, the program waiting; a->status. */
-int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a);
+/*
+ * The checkpoint straight to o->path, the program waiting; a->status. wr:
+ * its writer opened beforehand (worker_checkpoint_writer; taken over and
+ * closed here), or NULL.
+ */
+int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,
+			   struct vgpu_ckpt_writer *wr);
+/* The writer of o->path, with prealloc bytes of it made ready to land in
+ * (vgpu_ckpt_writer_opts); from any thread. 0, or -errno and why in err. */
+int worker_checkpoint_writer(struct worker *w, const struct ckpt_order *o, uint64_t prealloc,
+			     struct vgpu_ckpt_writer **wr, char *err);
 /* Device 0 as a checkpoint names it, and the driver's version. */
 void worker_gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver);
 void worker_checkpoint_poll(struct worker *w);

@@ -7,6 +7,7 @@
 #include "migrate.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,22 +50,95 @@ static int refuse_move(struct worker *w, int err, const char *fmt, ...)
 	return err;
 }
 
-void worker_migrate_out(struct worker *w, const struct ckpt_order *o)
+/* A move's file, made ready by a thread while the program runs on. */
+struct move_job {
+	struct worker *w;
+	struct ckpt_order order;
+	struct vgpu_ckpt_writer *wr;	/* NULL: opened in the pause instead */
+	uint64_t prealloc;
+	int done;
+};
+
+static void *move_prepare(void *arg)
+{
+	struct move_job *j = arg;
+	char err[VGPU_CKPT_MSG];
+
+	if (worker_checkpoint_writer(j->w, &j->order, j->prealloc, &j->wr, err)) {
+		vlog_warn("session %llu: the move's file cannot be prepared: %s",
+			  (unsigned long long)j->w->session_id, err);
+		j->wr = NULL;
+	}
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
+{
+	struct move_job *j;
+	pthread_t t;
+
+	if (w->ring.kmod)
+		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return worker_migrate_out(w, o, NULL);
+	j->w = w;
+	j->order = *o;
+	/* The device and pool bytes, and room for the rest of the state. */
+	j->prealloc = w->vmem.in_use + w->pool.in_use + (64ull << 20);
+	if (pthread_create(&t, NULL, move_prepare, j)) {
+		free(j);
+		return worker_migrate_out(w, o, NULL);
+	}
+	pthread_detach(t);
+	w->move_job = j;
+}
+
+void worker_migrate_poll(struct worker *w)
+{
+	struct move_job *j = w->move_job;
+
+	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		return;
+	w->move_job = NULL;
+	worker_migrate_out(w, &j->order, j->wr);
+	free(j);
+}
+
+void worker_migrate_finish(struct worker *w)
+{
+	struct move_job *j = w->move_job;
+
+	if (!j)
+		return;
+	while (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	vgpu_ckpt_writer_close(j->wr);
+	refuse_move(w, -ESHUTDOWN, "the session ended first");
+	w->move_job = NULL;
+	free(j);
+}
+
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr)
 {
 	struct ckpt_answer a = { 0 };
 	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
 	struct migrate_verdict v;
 	int fds[MIGRATE_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd, w->print_out };
+	uint64_t paused_at = vgpu_now_ns();
 
-	if (w->ring.kmod)
-		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
-	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE))
+	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
+		vgpu_ckpt_writer_close(wr);
 		return (void)refuse_move(w, -EBUSY, "host callbacks are pending");
+	}
 	for (int i = 0; i < 2000 && waiter_busy(); i++)
 		usleep(1000);
-	if (waiter_busy())
+	if (waiter_busy()) {
+		vgpu_ckpt_writer_close(wr);
 		return (void)refuse_move(w, -EBUSY, "a wait is still being answered");
-	if (worker_checkpoint_file(w, o, &a)) {
+	}
+	if (worker_checkpoint_file(w, o, &a, wr)) {
 		a.type = WMSG_MIGRATING;
 		say(w, &a);
 		return;
@@ -72,6 +146,7 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o)
 	worker_sq_release(&w->ring);	/* every entry taken is the next worker's */
 	memcpy(st.comm, w->comm, sizeof(st.comm));
 	a.type = WMSG_MIGRATING;
+	a.result.paused_at_ns = paused_at;
 	say(w, &a);
 	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_FDS) < 0) {
 		vlog_warn("session %llu: cannot hand the session over: %s",
@@ -101,7 +176,7 @@ void worker_suspend(struct worker *w, const struct ckpt_order *o)
 	} else if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
 		a.status = -EBUSY;
 		snprintf(a.message, sizeof(a.message), "host callbacks are pending");
-	} else if (!worker_checkpoint_file(w, o, &a)) {
+	} else if (!worker_checkpoint_file(w, o, &a, NULL)) {
 		worker_leave_suspended(w, o->path);
 	}
 	a.type = WMSG_CHECKPOINTED;

@@ -65,8 +65,17 @@ struct migrate_verdict {
 	uint32_t pad;
 };
 
-/* Step 2, from the worker's main loop. */
-void worker_migrate_out(struct worker *w, const struct ckpt_order *o);
+/*
+ * Step 2, from the worker's main loop: a thread first makes the file ready
+ * (blocks allocated, pages faulted in) while the program runs on;
+ * worker_migrate_poll (the main loop, while w->move_job is set) then
+ * pauses the program and moves it (worker_migrate_out, wr: that file's
+ * writer or NULL). worker_migrate_finish: the session ends meanwhile.
+ */
+void worker_migrate_start(struct worker *w, const struct ckpt_order *o);
+void worker_migrate_poll(struct worker *w);
+void worker_migrate_finish(struct worker *w);
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr);
 /* A drain: the state to o->path, the session left suspended (its client
  * waits for a daemon to take it up), this worker gone. */
 void worker_suspend(struct worker *w, const struct ckpt_order *o);

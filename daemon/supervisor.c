@@ -50,6 +50,7 @@ struct wslot {
 	uint16_t gen;		/* counts the workers this slot has had */
 	bool moved;		/* its session went to another worker */
 	char migrate_path[64];	/* the checkpoint a move goes through */
+	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
 		struct ckpt_answer ckpt;
@@ -633,6 +634,7 @@ static void on_migrating(int i)
 	sv.w[j].client_uid = ws->client_uid;
 	sv.w[j].admin_slot = slot;
 	sv.w[j].moved_from = i;
+	sv.w[j].paused_at = ws->ckpt.result.paused_at_ns;
 	sv.sessions++;
 	ws->admin_slot = -1;
 	if (n < 0) {
@@ -677,8 +679,10 @@ static void on_worker_msg(int i, int res)
 		return;
 	}
 	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0) {
-		if (ws->moved_from >= 0)
+		if (ws->moved_from >= 0) {
 			moved(i);
+			ws->ckpt.result.paused_at_ns = ws->paused_at;
+		}
 		admin_checkpointed(ws->admin_slot, &ws->ckpt);
 		ws->admin_slot = -1;
 		/* --stop: the worker ends the session itself after the write. */

@@ -471,7 +471,7 @@ static void take_order(struct worker *w)
 		worker_checkpoint_start(w, o);
 	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_MIGRATE &&
 		   memchr(o->path, 0, sizeof(o->path))) {
-		worker_migrate_out(w, o);
+		worker_migrate_start(w, o);
 	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_SUSPEND &&
 		   memchr(o->path, 0, sizeof(o->path))) {
 		worker_suspend(w, o);
@@ -489,6 +489,8 @@ static void orders(struct worker *w)
 {
 	if (w->ckpt_job)
 		worker_checkpoint_poll(w);
+	else if (w->move_job)
+		worker_migrate_poll(w);
 	else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE))
 		take_order(w);
 }
@@ -594,5 +596,6 @@ int worker_loop(struct worker *w)
 	write_once(&w->ring.sh->state, VGPU_WORKER_DEAD);
 	vlog_info("session %llu: client gone", (unsigned long long)w->session_id);
 	worker_checkpoint_finish(w);
+	worker_migrate_finish(w);
 	return 0;
 }

@@ -78,6 +78,7 @@ struct worker {
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
 	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
 	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
+	struct move_job *move_job;	/* a move waiting for its file */
 	struct vgpu_welcome wl;		/* what the client was told: the layout */
 	char comm[16];			/* the client's command */
 	uint32_t client_pid, client_uid;	/* as SO_PEERCRED saw them */

@@ -244,8 +244,11 @@ int vgpuctl_migrate(int argc, char **argv)
 	if (ask_and_wait(path, &q, sizeof(q), &res, "move", id))
 		return VGPUCTL_FAIL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	/* The program waits from the order to the new worker's answer. */
+	/* The program waits from its pause (the daemon's clock is this host's)
+	 * to the new worker's answer; at most from the order. */
 	downtime = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec;
+	if (res.paused_at_ns && res.paused_at_ns < (uint64_t)t1.tv_sec * 1000000000ull + t1.tv_nsec)
+		downtime = (uint64_t)t1.tv_sec * 1000000000ull + t1.tv_nsec - res.paused_at_ns;
 	if (a.json)
 		printf("{\"session\": %" PRIu64 ", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %"
 		       PRIu64 ", \"restore_ns\": %" PRIu64 ", \"downtime_ns\": %" PRIu64 "}\n",

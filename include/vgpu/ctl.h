@@ -135,7 +135,9 @@ struct vgpu_ctl_checkpoint {
 	uint64_t total_ns;	/* from the order to the synced file */
 	uint32_t snapshot;	/* 1: through host memory; 0: straight */
 	uint32_t reserved0;
-	uint64_t reserved;
+	uint64_t paused_at_ns;	/* MIGRATE: CLOCK_MONOTONIC when the program's
+				 * calls stopped being served (its wait is from
+				 * there to the answer); else 0 */
 };
 
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
