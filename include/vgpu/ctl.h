@@ -68,7 +68,8 @@ enum vgpu_ctl_op {
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
 #define VGPU_CTL_F_STOP		(1u << 2)	/* CHECKPOINT: end the session once the
-						 * file is written */
+						 * file is written; its program waits
+						 * for a RESTORE of it (over memfd) */
 #define VGPU_CTL_F_DIRECT	(1u << 1)	/* CHECKPOINT: straight to the file (no
 						 * snapshot in host memory; the program
 						 * waits for the disk) */
