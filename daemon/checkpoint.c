@@ -27,6 +27,7 @@
 
 #include "barrier.h"
 #include "ckpt.h"
+#include "ckpt_bulk.h"
 #include "ckpt_crc.h"
 #include "ckpt_sink.h"
 #include "clock.h"
@@ -155,6 +156,23 @@ static int add_host(void *arg, uint64_t addr, size_t size)
 	return add_alloc(arg, addr, size, VGPU_CKPT_MEM_HOST);
 }
 
+void worker_progress_end(struct worker *w)
+{
+	if (w->stats) {
+		__atomic_store_n(&w->stats->state_total, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->stats->state_done, 0, __ATOMIC_RELAXED);
+	}
+}
+
+uint64_t *worker_progress_begin(struct worker *w, uint64_t total)
+{
+	if (!w->stats)
+		return NULL;
+	__atomic_store_n(&w->stats->state_done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->stats->state_total, total, __ATOMIC_RELAXED);
+	return &w->stats->state_done;
+}
+
 static int write_allocations(struct ckpt_run *r)
 {
 	struct worker *w = r->w;
@@ -179,6 +197,7 @@ static int write_allocations(struct ckpt_run *r)
 			if (!ret)
 				ret = ckpt_sink_end(r->sink);
 			r->a->result.host_bytes += a->size;
+			ckpt_progress(w->stats ? &w->stats->state_done : NULL, a->size);
 		}
 		if (ret)
 			return sink_failed(r, ret);
@@ -542,6 +561,8 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	/* Pinned staging makes the device copies DMA; without it they still work. */
 	registered = !w->B.cuMemHostRegister_v2(staging, size, 0);
 	r.sink = ckpt_sink_stream(&w->B, wr, !(o->flags & VGPU_CTL_F_COMPRESS));
+	if (r.sink)
+		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
 	if (!ret && (ret = vgpu_ckpt_finish(wr)))
 		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
@@ -550,6 +571,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	ckpt_sink_free(r.sink);
 	file_size(o->path, a);
 out:
+	worker_progress_end(w);
 	vgpu_ckpt_writer_close(wr);	/* not finished: its temporary file goes */
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
 	return a->status;
@@ -642,8 +664,10 @@ static void pause_and_copy(struct ckpt_job *j)
 		fail(&r, -ENOMEM, "out of memory");
 		goto fail;
 	}
+	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
 	if (collect(&r))
 		goto fail;
+	worker_progress_end(w);
 	j->a.result.stall_ns = vgpu_now_ns() - t0;
 	__atomic_add_fetch(&flushing, 1, __ATOMIC_ACQUIRE);
 	if (!pthread_create(&t, NULL, flush, j)) {
@@ -653,6 +677,7 @@ static void pause_and_copy(struct ckpt_job *j)
 	flush(j);	/* no thread: write it now, the program waits */
 	return;
 fail:
+	worker_progress_end(w);
 	j->a.result.stall_ns = vgpu_now_ns() - t0;
 	answer(w, &j->order, &j->a);
 	job_free(j);

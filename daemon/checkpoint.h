@@ -48,6 +48,15 @@ struct ckpt_answer {
  */
 void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o);
 /*
+ * The copy of the session's state begins, of total bytes (device and pool):
+ * the counter (worker_stats.state_done) that vgpuctl shows as progress, to
+ * add to with ckpt_progress(); NULL without stats.
+ */
+uint64_t *worker_progress_begin(struct worker *w, uint64_t total);
+/* It is over: the counter reads 0 of 0 again. */
+void worker_progress_end(struct worker *w);
+
+/*
  * The checkpoint straight to o->path, the program waiting; a->status. wr:
  * its writer opened beforehand (worker_checkpoint_writer; taken over and
  * closed here), or NULL.

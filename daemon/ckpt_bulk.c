@@ -77,6 +77,7 @@ struct bulk {
 	uint64_t map_off;
 	size_t map_len;
 	size_t next;		/* the next piece to take */
+	uint64_t *progress;
 	int err;		/* first failure, -errno */
 	pthread_mutex_t lock;
 	char why[160];
@@ -166,14 +167,18 @@ static int begin(struct bulk *k, struct ckpt_piece *pc, uint8_t *buf, CUstream s
 static int end(struct bulk *k, struct ckpt_piece *pc, uint8_t *buf, CUevent ev)
 {
 	CUresult rc = k->B->cuEventSynchronize(ev);
+	int ret = 0;
 
 	if (rc)
 		return fail(k, -EIO, "copying device memory at %#llx failed (CUDA error %d)",
 			    (unsigned long long)pc->dev, rc);
-	if (k->dir == CKPT_BULK_LOAD)
-		return 0;
-	pc->crc = vgpu_crc32c(0, buf, pc->len);
-	return store(k, pc, buf);
+	if (k->dir == CKPT_BULK_SAVE) {
+		pc->crc = vgpu_crc32c(0, buf, pc->len);
+		ret = store(k, pc, buf);
+	}
+	if (!ret)
+		ckpt_progress(k->progress, pc->len);
+	return ret;
 }
 
 static void *mover(void *arg)
@@ -252,9 +257,10 @@ static void map_file(struct bulk *k)
 }
 
 int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt_bulk_dir dir,
-		  struct ckpt_pieces *ps, char *why, size_t why_len)
+		  struct ckpt_pieces *ps, uint64_t *progress, char *why, size_t why_len)
 {
-	struct bulk k = { .B = B, .ctx = ctx, .fd = fd, .dir = dir, .p = ps->p, .n = ps->n };
+	struct bulk k = { .B = B, .ctx = ctx, .fd = fd, .dir = dir, .p = ps->p, .n = ps->n,
+			  .progress = progress };
 	unsigned nt = ckpt_bulk_threads();
 	pthread_t t[MAX_THREADS];
 	unsigned started = 0;

@@ -46,10 +46,18 @@ void ckpt_pieces_free(struct ckpt_pieces *ps);
 unsigned ckpt_bulk_threads(void);
 
 /*
- * Moves every piece, ctx current in each thread. Saving, the file must be
- * writable and its size cover every piece. 0, or -errno and why.
+ * Moves every piece, ctx current in each thread; each piece's bytes are
+ * added to *progress (if not NULL) once moved. Saving, the file must be
+ * writable. 0, or -errno and why.
  */
 int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt_bulk_dir dir,
-		  struct ckpt_pieces *ps, char *why, size_t why_len);
+		  struct ckpt_pieces *ps, uint64_t *progress, char *why, size_t why_len);
+
+/* n more bytes of the state copied (p may be NULL). */
+static inline void ckpt_progress(uint64_t *p, uint64_t n)
+{
+	if (p)
+		__atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -33,6 +33,7 @@ struct ckpt_sink {
 	const struct vgpu_backend *B;
 	struct vgpu_ckpt_writer *wr;	/* stream */
 	bool bulk;			/* device sections reserved, then copied in parallel */
+	uint64_t *progress;		/* device bytes copied are added here */
 	struct ckpt_pieces ps;
 	struct reserved *res;
 	size_t nres, capres;
@@ -91,6 +92,11 @@ static int fail(struct ckpt_sink *s, int err, const char *fmt, ...)
 static int writer_failed(struct ckpt_sink *s, int ret)
 {
 	return fail(s, ret, "%s", vgpu_ckpt_writer_error(s->wr));
+}
+
+void ckpt_sink_progress(struct ckpt_sink *s, uint64_t *progress)
+{
+	s->progress = progress;
 }
 
 const char *ckpt_sink_error(const struct ckpt_sink *s)
@@ -187,6 +193,7 @@ static int device_stream(struct ckpt_sink *s, uint64_t p, uint64_t len)
 		ret = vgpu_ckpt_buf_put(s->wr, n);
 		if (ret)
 			return writer_failed(s, ret);
+		ckpt_progress(s->progress, n);
 		p += n;
 		len -= n;
 	}
@@ -211,6 +218,8 @@ int ckpt_sink_device(struct ckpt_sink *s, uint64_t p, uint64_t len)
 	ret = read_device(s, dst, p, len);
 	if (!ret)
 		ret = keep(s, dst, len, heap);
+	if (!ret)
+		ckpt_progress(s->progress, len);
 	if (ret && heap)
 		free(dst);
 	if (!ret && !heap)
@@ -254,8 +263,8 @@ int ckpt_sink_device_flush(struct ckpt_sink *s)
 		return 0;
 	if (s->B->cuCtxGetCurrent(&ctx) || !ctx)
 		return fail(s, -EIO, "device memory cannot be read: no context");
-	ret = ckpt_bulk_run(s->B, ctx, vgpu_ckpt_writer_fd(s->wr), CKPT_BULK_SAVE, &s->ps, why,
-			    sizeof(why));
+	ret = ckpt_bulk_run(s->B, ctx, vgpu_ckpt_writer_fd(s->wr), CKPT_BULK_SAVE, &s->ps,
+			    s->progress, why, sizeof(why));
 	if (ret)
 		return fail(s, ret, "%s", why);
 	for (size_t i = 0; i < s->nres; i++) {

@@ -43,6 +43,8 @@ int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, ui
 int ckpt_sink_device_flush(struct ckpt_sink *s);
 /* Why the last call failed. */
 const char *ckpt_sink_error(const struct ckpt_sink *s);
+/* Device bytes copied are added to *progress from now on. */
+void ckpt_sink_progress(struct ckpt_sink *s, uint64_t *progress);
 
 /* Snapshot: writes every kept section to @wr, in order. */
 int ckpt_sink_flush(struct ckpt_sink *s, struct vgpu_ckpt_writer *wr);

@@ -197,6 +197,7 @@ void worker_leave_suspended(struct worker *w, const char *path)
 
 struct rebuild {
 	struct worker *w;
+	uint64_t *progress;		/* bytes of the state in place */
 	struct vgpu_ckpt_reader *r;
 	void *bounce;			/* two halves of BOUNCE bytes, pinned */
 	CUevent ev[2];			/* the copy out of each half */
@@ -355,6 +356,7 @@ static int load_in_order(struct rebuild *b, unsigned k, uint64_t at)
 			break;
 		b->ev_live[h] = true;
 		at += (uint64_t)got;
+		ckpt_progress(b->progress, (uint64_t)got);
 	}
 	if (!rc)
 		rc = w->B.cuStreamSynchronize(NULL);
@@ -382,8 +384,8 @@ static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct pl
 		return 0;
 	if (b->w->B.cuCtxGetCurrent(&ctx) || !ctx)
 		return fail(b, -EIO, "device memory cannot be written: no context");
-	ret = ckpt_bulk_run(&b->w->B, ctx, vgpu_ckpt_reader_fd(b->r), CKPT_BULK_LOAD, ps, why,
-			    sizeof(why));
+	ret = ckpt_bulk_run(&b->w->B, ctx, vgpu_ckpt_reader_fd(b->r), CKPT_BULK_LOAD, ps,
+			    b->progress, why, sizeof(why));
 	if (ret)
 		return fail(b, ret, "%s", why);
 	for (size_t i = 0; i < npl; i++)
@@ -412,6 +414,13 @@ static int memory(struct rebuild *b, int pool_fd)
 	pl = calloc(n + 1, sizeof(*pl));
 	if (!haddr || !hsize || !pl)
 		ret = fail(b, -ENOMEM, "out of memory");
+	else {
+		uint64_t total = 0;
+
+		for (size_t i = 0; i < n; i++)
+			total += a[i].size;
+		b->progress = worker_progress_begin(w, total);
+	}
 	for (size_t i = 0; !ret && i < n; i++) {
 		const struct vgpu_ckpt_section *s;
 		CUresult rc;
@@ -420,6 +429,7 @@ static int memory(struct rebuild *b, int pool_fd)
 		if (a[i].kind == VGPU_CKPT_MEM_HOST) {
 			haddr[nh] = a[i].addr;
 			hsize[nh++] = a[i].size;
+			ckpt_progress(b->progress, a[i].size);	/* shared: already there */
 			continue;
 		}
 		rc = vmem_alloc_at(&w->vmem, w->devices[0], a[i].addr, a[i].size);
@@ -739,6 +749,7 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 	vgpu_ckpt_reader_close(b.r);
 	w->cur_ctx = 0;
 out:
+	worker_progress_end(w);
 	a->status = ret;
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
 	a->result.device_bytes = w->vmem.in_use;

@@ -18,7 +18,10 @@ struct worker_stats {
 	uint32_t order_pending;		/* supervisor: an order waits on the
 					 * control socket; the worker clears it */
 	uint32_t pad32;
-	uint64_t pad[2];		/* one cache line per slot */
+	uint64_t state_done;		/* bytes of the session's state the
+					 * checkpoint, move or take-up under
+					 * way has copied ... */
+	uint64_t state_total;		/* ... of these; both 0 before any */
 };
 
 _Static_assert(sizeof(struct worker_stats) == 64, "one cache line per worker");

@@ -792,6 +792,8 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 
 			r->device_bytes = __atomic_load_n(&st->device_bytes, __ATOMIC_RELAXED);
 			r->pool_bytes = __atomic_load_n(&st->pool_bytes, __ATOMIC_RELAXED);
+			r->state_done = __atomic_load_n(&st->state_done, __ATOMIC_RELAXED);
+			r->state_total = __atomic_load_n(&st->state_total, __ATOMIC_RELAXED);
 			memcpy(r->comm, st->comm, sizeof(r->comm));
 			memcpy(r->carrier, st->carrier, sizeof(r->carrier));
 			r->comm[sizeof(r->comm) - 1] = 0;

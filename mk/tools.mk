@@ -26,7 +26,7 @@ LIBNL_STATIC_LIBS = $(shell $(PKG_CONFIG) --static --libs libnl-genl-3.0)
 NEED_LIBNL = @$(PKG_CONFIG) --exists libnl-genl-3.0 || { \
 	echo "vgpuctl needs libnl-genl-3.0: apt-get install libnl-3-dev libnl-genl-3-dev" >&2; \
 	exit 1; }
-VGPUCTL_CC = $(CC) $(TOOLS_CFLAGS) -DVGPU_VERSION='"$(TOOLS_VERSION)"' $(LIBNL_CFLAGS)
+VGPUCTL_CC = $(CC) -pthread $(TOOLS_CFLAGS) -DVGPU_VERSION='"$(TOOLS_VERSION)"' $(LIBNL_CFLAGS)
 
 .PHONY: vgpuctl vgpuctl-static install-tools test-tools
 

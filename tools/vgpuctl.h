@@ -8,6 +8,7 @@
 #ifndef VGPUCTL_H
 #define VGPUCTL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -58,6 +59,14 @@ const char *vgpuctl_socket_path(void);
 void vgpuctl_json_str(FILE *f, const char *s);
 /* 1.5M, 64K, 512: a byte count for a table column. */
 const char *vgpuctl_size(uint64_t bytes, char *buf, size_t len);
+
+/* vgpuctl_progress.c: a line on a terminal (stderr) showing the bytes of a
+ * session's state the daemon has copied, until stop; NULL when not shown
+ * (VGPU_PROGRESS_MS: how often it asks, default 200). */
+struct vgpuctl_progress;
+struct vgpuctl_progress *vgpuctl_progress_start(const char *ctl_path, uint64_t session,
+						const char *what);
+void vgpuctl_progress_stop(struct vgpuctl_progress *p, uint64_t bytes, bool ok);
 /* A decimal session id; 0 on success, -1 if @s is not one. */
 int vgpuctl_parse_id(const char *s, uint64_t *id);
 

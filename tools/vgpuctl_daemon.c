@@ -188,19 +188,28 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
  * then reads the record; says why on stderr and returns -1 if there is none.
  */
 static int ask_and_wait(const char *path, const void *msg, size_t len,
-			struct vgpu_ctl_checkpoint *res, const char *what, const char *id)
+			struct vgpu_ctl_checkpoint *res, const char *what, const char *id,
+			bool progress)
 {
+	const struct vgpu_ctl_req *q = msg;
+	struct vgpuctl_progress *pr = NULL;
 	struct vgpu_ctl_reply rep;
 	int fd = ctl_connect(path);
+	bool ok;
 
 	if (fd < 0) {
 		vgpuctl_control_error(path, fd);
 		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
-	if (send(fd, msg, len, MSG_NOSIGNAL) != (ssize_t)len ||
-	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC ||
-	    (!rep.status && recv(fd, res, sizeof(*res), 0) != sizeof(*res))) {
+	ok = send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len;
+	if (ok && progress)
+		pr = vgpuctl_progress_start(path, q->session, what);
+	ok = ok && recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) && rep.magic == VGPU_CTL_MAGIC &&
+	     (rep.status || recv(fd, res, sizeof(*res), 0) == sizeof(*res));
+	vgpuctl_progress_stop(pr, ok && !rep.status ? res->device_bytes + res->host_bytes : 0,
+			      ok && !rep.status);
+	if (!ok) {
 		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
 		close(fd);
 		return -1;
@@ -241,7 +250,7 @@ int vgpuctl_migrate(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ask_and_wait(path, &q, sizeof(q), &res, "move", id))
+	if (ask_and_wait(path, &q, sizeof(q), &res, "move", id, !a.json))
 		return VGPUCTL_FAIL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The program waits from its pause (the daemon's clock is this host's)
@@ -388,7 +397,7 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;
 	}
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", id)) {
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", id, !a.json)) {
 		free(file);
 		return VGPUCTL_FAIL;
 	}

@@ -54,7 +54,7 @@
 #include <string.h>
 
 #define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
-#define VGPU_CTL_VERSION	1u
+#define VGPU_CTL_VERSION	2u
 #define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
 #define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
@@ -107,6 +107,8 @@ struct vgpu_ctl_session {
 	uint64_t pool_bytes;	/* pinned host memory the client holds */
 	char comm[16];		/* the client's command name */
 	char carrier[8];	/* "memfd" or "kmod" */
+	uint64_t state_done;	/* a checkpoint or move under way: bytes of the */
+	uint64_t state_total;	/* session's state copied so far, of these */
 };
 
 /*
@@ -144,6 +146,6 @@ struct vgpu_ctl_checkpoint {
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
 _Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 64, "checkpoint record layout");
 _Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
-_Static_assert(sizeof(struct vgpu_ctl_session) == 64, "session record layout");
+_Static_assert(sizeof(struct vgpu_ctl_session) == 80, "session record layout");
 
 #endif

@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 1, 1, 2, 3, 4
+MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 2, 1, 2, 3, 4
 
 
 def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
@@ -70,7 +70,7 @@ def main():
         ("restore of a file that is no checkpoint", req(op=RESTORE, arg=b"/etc/passwd\0"),
          -errno.ENOEXEC, "not a vgpu checkpoint"),
         ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
-        ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
+        ("version 3", req(version=3), -errno.EPROTONOSUPPORT, "version"),
         ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),
         ("reserved byte", req(reserved=bytes(35) + b"\1"), -errno.EINVAL, "reserved"),
         ("unknown operation", req(op=99), -errno.EOPNOTSUPP, "unknown operation"),
