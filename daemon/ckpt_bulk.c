@@ -17,8 +17,10 @@
 
 #define MAX_THREADS 16u
 
-int ckpt_pieces_add(struct ckpt_pieces *ps, uint64_t off, uint64_t dev, uint64_t len)
+int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, uint64_t off, uint64_t dev,
+		    uint64_t len, struct ckpt_span *span)
 {
+	*span = (struct ckpt_span){ .section = section, .first = ps->n };
 	while (len) {
 		uint64_t n = len < CKPT_PIECE ? len : CKPT_PIECE;
 
@@ -32,6 +34,7 @@ int ckpt_pieces_add(struct ckpt_pieces *ps, uint64_t off, uint64_t dev, uint64_t
 			ps->cap = cap;
 		}
 		ps->p[ps->n++] = (struct ckpt_piece){ .off = off, .dev = dev, .len = n };
+		span->n++;
 		off += n;
 		dev += n;
 		len -= n;
@@ -39,11 +42,12 @@ int ckpt_pieces_add(struct ckpt_pieces *ps, uint64_t off, uint64_t dev, uint64_t
 	return 0;
 }
 
-uint32_t ckpt_pieces_crc(const struct ckpt_piece *p, size_t n)
+uint32_t ckpt_span_crc(const struct ckpt_pieces *ps, const struct ckpt_span *span)
 {
+	const struct ckpt_piece *p = ps->p + span->first;
 	uint32_t crc = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < span->n; i++)
 		crc = vgpu_crc32c_combine(crc, p[i].crc, p[i].len);
 	return crc;
 }

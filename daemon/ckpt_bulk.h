@@ -34,12 +34,20 @@ struct ckpt_pieces {
 	size_t n, cap;
 };
 
+/* One section's pieces: ps->p[first .. first + n). */
+struct ckpt_span {
+	unsigned section;	/* its index in the file's (or writer's) table */
+	size_t first, n;
+};
+
 enum ckpt_bulk_dir { CKPT_BULK_LOAD, CKPT_BULK_SAVE };
 
-/* [dev, dev + len) at file offset off, cut into pieces. 0 or -ENOMEM. */
-int ckpt_pieces_add(struct ckpt_pieces *ps, uint64_t off, uint64_t dev, uint64_t len);
-/* The CRC32C of the bytes of pieces p[0..n), in order. */
-uint32_t ckpt_pieces_crc(const struct ckpt_piece *p, size_t n);
+/* Section @section, [dev, dev + len) at file offset off, cut into pieces
+ * (which *span names). 0 or -ENOMEM. */
+int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, uint64_t off, uint64_t dev,
+		    uint64_t len, struct ckpt_span *span);
+/* The CRC32C of a section, from its pieces' (after ckpt_bulk_run). */
+uint32_t ckpt_span_crc(const struct ckpt_pieces *ps, const struct ckpt_span *span);
 void ckpt_pieces_free(struct ckpt_pieces *ps);
 
 /* Threads to use: VGPU_CKPT_THREADS, else the online CPUs, at most 8. */

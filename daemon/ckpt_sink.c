@@ -23,19 +23,13 @@ struct section {
 	size_t first, n;	/* its pieces */
 };
 
-/* Stream, uncompressed: a reserved section whose bytes come later. */
-struct reserved {
-	unsigned index;		/* in the writer's table */
-	size_t first, n;	/* its pieces */
-};
-
 struct ckpt_sink {
 	const struct vgpu_backend *B;
 	struct vgpu_ckpt_writer *wr;	/* stream */
 	bool bulk;			/* device sections reserved, then copied in parallel */
 	uint64_t *progress;		/* device bytes copied are added here */
 	struct ckpt_pieces ps;
-	struct reserved *res;
+	struct ckpt_span *res;		/* reserved sections, their bytes to come */
 	size_t nres, capres;
 	uint8_t *buf;			/* snapshot: pinned buffer */
 	size_t cap, used;
@@ -245,11 +239,8 @@ int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, ui
 		return writer_failed(s, ret);
 	if (grow((void **)&s->res, &s->capres, s->nres, sizeof(*s->res)))
 		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
-	s->res[s->nres] = (struct reserved){ .index = index, .first = s->ps.n };
-	if (ckpt_pieces_add(&s->ps, off, p, len))
+	if (ckpt_pieces_add(&s->ps, index, off, p, len, &s->res[s->nres++]))
 		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
-	s->res[s->nres].n = s->ps.n - s->res[s->nres].first;
-	s->nres++;
 	return 0;
 }
 
@@ -268,9 +259,9 @@ int ckpt_sink_device_flush(struct ckpt_sink *s)
 	if (ret)
 		return fail(s, ret, "%s", why);
 	for (size_t i = 0; i < s->nres; i++) {
-		const struct reserved *r = &s->res[i];
+		const struct ckpt_span *r = &s->res[i];
 
-		ret = vgpu_ckpt_filled(s->wr, r->index, ckpt_pieces_crc(s->ps.p + r->first, r->n));
+		ret = vgpu_ckpt_filled(s->wr, r->section, ckpt_span_crc(&s->ps, r));
 		if (ret)
 			return writer_failed(s, ret);
 	}

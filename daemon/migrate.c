@@ -367,13 +367,8 @@ static int load_in_order(struct rebuild *b, unsigned k, uint64_t at)
 	return got < 0 ? fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r)) : 0;
 }
 
-/* A plain section's pieces, read by several threads (ckpt_bulk.h). */
-struct plain {
-	unsigned section;
-	size_t first, n;	/* its pieces */
-};
-
-static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct plain *pl,
+/* Plain sections' pieces, read by several threads (ckpt_bulk.h). */
+static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct ckpt_span *pl,
 		      size_t npl)
 {
 	CUcontext ctx = NULL;
@@ -389,8 +384,7 @@ static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct pl
 	if (ret)
 		return fail(b, ret, "%s", why);
 	for (size_t i = 0; i < npl; i++)
-		if (vgpu_ckpt_check_crc(b->r, pl[i].section,
-					ckpt_pieces_crc(ps->p + pl[i].first, pl[i].n)))
+		if (vgpu_ckpt_check_crc(b->r, pl[i].section, ckpt_span_crc(ps, &pl[i])))
 			return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
 	return 0;
 }
@@ -402,7 +396,7 @@ static int memory(struct rebuild *b, int pool_fd)
 	struct worker *w = b->w;
 	struct vgpu_ckpt_alloc *a;
 	struct ckpt_pieces ps = { 0 };
-	struct plain *pl = NULL;
+	struct ckpt_span *pl = NULL;
 	uint64_t *haddr = NULL, *hsize = NULL;
 	size_t n, off, nh = 0, npl = 0;
 	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off);
@@ -445,11 +439,9 @@ static int memory(struct rebuild *b, int pool_fd)
 			ret = fail(b, -EBADMSG, "the bytes of the allocation at %#llx are missing",
 				   (unsigned long long)a[i].addr);
 		} else if (s->compression == VGPU_CKPT_COMP_NONE && !(s->flags & VGPU_CKPT_SF_PARENT)) {
-			pl[npl] = (struct plain){ .section = (unsigned)k, .first = ps.n };
-			if (ckpt_pieces_add(&ps, s->offset, a[i].addr, s->stored_len))
+			if (ckpt_pieces_add(&ps, (unsigned)k, s->offset, a[i].addr, s->stored_len,
+					    &pl[npl++]))
 				ret = fail(b, -ENOMEM, "out of memory");
-			pl[npl].n = ps.n - pl[npl].first;
-			npl++;
 		} else {
 			ret = load_in_order(b, (unsigned)k, a[i].addr);
 		}

@@ -63,6 +63,9 @@ const char *vgpuctl_size(uint64_t bytes, char *buf, size_t len);
 /* vgpuctl_progress.c: a line on a terminal (stderr) showing the bytes of a
  * session's state the daemon has copied, until stop; NULL when not shown
  * (VGPU_PROGRESS_MS: how often it asks, default 200). */
+/* vgpuctl_daemon.c: a connection to vgpud's control socket, or -errno. */
+int vgpuctl_ctl_connect(const char *path);
+
 struct vgpuctl_progress;
 struct vgpuctl_progress *vgpuctl_progress_start(const char *ctl_path, uint64_t session,
 						const char *what);

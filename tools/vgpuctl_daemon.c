@@ -49,7 +49,7 @@ const char *vgpuctl_control_path(const char *control, const char *socket, char *
 }
 
 /* A connected control socket, or -errno. */
-static int ctl_connect(const char *path)
+int vgpuctl_ctl_connect(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 10 };
@@ -89,7 +89,7 @@ void vgpuctl_control_error(const char *path, int err)
  */
 static int ctl_request(const char *path, const struct vgpu_ctl_req *q, struct vgpu_ctl_reply *rep)
 {
-	int fd = ctl_connect(path);
+	int fd = vgpuctl_ctl_connect(path);
 	ssize_t n;
 
 	if (fd < 0)
@@ -185,16 +185,18 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
 
 /*
  * Sends a request whose answer comes when the work is done (no timeout),
- * then reads the record; says why on stderr and returns -1 if there is none.
+ * then reads its record into res (NULL: the operation has none); says why
+ * on stderr ("vgpuctl: WHAT of SUBJECT: ...") and returns -1 when it failed.
+ * progress: a line on a terminal meanwhile (the request names a session).
  */
 static int ask_and_wait(const char *path, const void *msg, size_t len,
-			struct vgpu_ctl_checkpoint *res, const char *what, const char *id,
+			struct vgpu_ctl_checkpoint *res, const char *what, const char *subject,
 			bool progress)
 {
 	const struct vgpu_ctl_req *q = msg;
 	struct vgpuctl_progress *pr = NULL;
 	struct vgpu_ctl_reply rep;
-	int fd = ctl_connect(path);
+	int fd = vgpuctl_ctl_connect(path);
 	bool ok;
 
 	if (fd < 0) {
@@ -206,8 +208,8 @@ static int ask_and_wait(const char *path, const void *msg, size_t len,
 	if (ok && progress)
 		pr = vgpuctl_progress_start(path, q->session, what);
 	ok = ok && recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) && rep.magic == VGPU_CTL_MAGIC &&
-	     (rep.status || recv(fd, res, sizeof(*res), 0) == sizeof(*res));
-	vgpuctl_progress_stop(pr, ok && !rep.status ? res->device_bytes + res->host_bytes : 0,
+	     (rep.status || !res || recv(fd, res, sizeof(*res), 0) == sizeof(*res));
+	vgpuctl_progress_stop(pr, ok && !rep.status && res ? res->device_bytes + res->host_bytes : 0,
 			      ok && !rep.status);
 	if (!ok) {
 		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
@@ -217,7 +219,7 @@ static int ask_and_wait(const char *path, const void *msg, size_t len,
 	close(fd);
 	if (rep.status) {
 		rep.message[sizeof(rep.message) - 1] = 0;
-		fprintf(stderr, "vgpuctl: %s of session %s: %s\n", what, id, rep.message);
+		fprintf(stderr, "vgpuctl: %s of %s: %s\n", what, subject, rep.message);
 		return -1;
 	}
 	return 0;
@@ -230,7 +232,7 @@ int vgpuctl_migrate(int argc, char **argv)
 	struct vgpuctl_ctl_args a = { 0 };
 	struct vgpu_ctl_checkpoint res;
 	struct timespec t0, t1;
-	char buf[108], dev[16];
+	char buf[108], dev[16], subject[48];
 	const char *id, *path;
 	uint64_t downtime;
 
@@ -250,7 +252,8 @@ int vgpuctl_migrate(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ask_and_wait(path, &q, sizeof(q), &res, "move", id, !a.json))
+	snprintf(subject, sizeof(subject), "session %s", id);
+	if (ask_and_wait(path, &q, sizeof(q), &res, "move", subject, !a.json))
 		return VGPUCTL_FAIL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The program waits from its pause (the daemon's clock is this host's)
@@ -278,11 +281,9 @@ int vgpuctl_restore(int argc, char **argv)
 	} m = { .q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
 		       .op = VGPU_CTL_RESTORE } };
 	struct vgpuctl_ctl_args a = { 0 };
-	struct vgpu_ctl_reply rep;
 	const char *path;
 	char buf[108], *file;
 	size_t len;
-	int fd;
 
 	for (int i = 1; i < argc; i++)
 		if (!vgpuctl_ctl_arg(argc, argv, &i, &a))
@@ -303,23 +304,9 @@ int vgpuctl_restore(int argc, char **argv)
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;
 	}
-	fd = ctl_connect(path);
-	if (fd < 0) {
-		vgpuctl_control_error(path, fd);
+	/* The daemon checks the whole file first: no time limit. */
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, NULL, "restore", m.path, false))
 		return VGPUCTL_FAIL;
-	}
-	if (send(fd, &m, sizeof(m.q) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m.q) + len) ||
-	    recv(fd, &rep, sizeof(rep), 0) != sizeof(rep) || rep.magic != VGPU_CTL_MAGIC) {
-		fprintf(stderr, "vgpuctl: %s: no valid answer from vgpud\n", path);
-		close(fd);
-		return VGPUCTL_FAIL;
-	}
-	close(fd);
-	if (rep.status) {
-		rep.message[sizeof(rep.message) - 1] = 0;
-		fprintf(stderr, "vgpuctl: restore of %s: %s\n", m.path, rep.message);
-		return VGPUCTL_FAIL;
-	}
 	printf("%s: its session comes back when its program reconnects\n", m.path);
 	return VGPUCTL_OK;
 }
@@ -358,7 +345,7 @@ int vgpuctl_checkpoint(int argc, char **argv)
 	struct vgpuctl_ctl_args a = { 0 };
 	const char *out = NULL, *id, *path;
 	struct vgpu_ctl_checkpoint res;
-	char buf[108], *file;
+	char buf[108], subject[48], *file;
 	size_t len;
 
 	for (int i = 1; i < argc; i++) {
@@ -397,7 +384,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;
 	}
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", id, !a.json)) {
+	snprintf(subject, sizeof(subject), "session %s", id);
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", subject, !a.json)) {
 		free(file);
 		return VGPUCTL_FAIL;
 	}

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,17 +42,14 @@ static int ask(const struct vgpuctl_progress *p, uint64_t *done, uint64_t *total
 {
 	struct vgpu_ctl_req q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
 				  .op = VGPU_CTL_SESSIONS, .session = p->session };
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct vgpu_ctl_session s[4];
 	struct vgpu_ctl_reply rep;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), ret = -1;
+	int fd = vgpuctl_ctl_connect(p->path), ret = -1;
 	ssize_t n;
 
 	if (fd < 0)
 		return -1;
-	memcpy(a.sun_path, p->path, sizeof(p->path));
-	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    send(fd, &q, sizeof(q), MSG_NOSIGNAL) == sizeof(q) &&
+	if (send(fd, &q, sizeof(q), MSG_NOSIGNAL) == sizeof(q) &&
 	    recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) && rep.magic == VGPU_CTL_MAGIC &&
 	    !rep.status && rep.count && (n = recv(fd, s, sizeof(s), 0)) > 0 &&
 	    n % sizeof(s[0]) == 0) {
