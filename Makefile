@@ -26,7 +26,7 @@ RUNTIME_SRCS := $(wildcard runtime/*.c)
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 # Checkpoint files (include/vgpu/ckpt.h): the daemon writes them, vgpuctl reads them.
 CKPT_SRCS := common/ckpt_file.c common/ckpt_crc.c common/ckpt_io.c common/ckpt_zstd.c \
-	common/ckpt_write.c common/ckpt_read.c
+	common/ckpt_write.c common/ckpt_read.c common/ckpt_chain.c
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -66,9 +66,25 @@ $(RUNTIME_LIB): $(RUNTIME_OBJS)
 $(B)/lib/vgpu/libcuda.so.1: $(RUNTIME_LIB)
 	ln -sf libvgpu.so $@
 
-$(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS) $(CKPT_SRCS))
+$(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS) $(CKPT_SRCS)) \
+	$(B)/obj/gen/gpu_digest_ptx.o
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl -lm
+
+# The daemon's own kernel (checkpoint content digests), shipped as PTX text
+# that the driver compiles for whatever GPU it runs on.
+$(B)/gen/gpu_digest.ptx: daemon/gpu_digest.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=compute_75 -O3 -o $@ $<
+
+$(B)/gen/gpu_digest_ptx.c: $(B)/gen/gpu_digest.ptx
+	{ echo '/* Generated from daemon/gpu_digest.cu by nvcc -ptx. */'; \
+	  echo 'const char vgpu_gpu_digest_ptx[] ='; \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
+
+$(B)/obj/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 $(VGPU_CKPT): $(call obj,tools/vgpu-ckpt.c $(CKPT_SRCS))
 	@mkdir -p $(@D)

@@ -131,9 +131,32 @@ int vgpu_ckpt_find(const struct vgpu_ckpt_reader *r, uint32_t type, uint64_t id)
 int vgpu_ckpt_verify(struct vgpu_ckpt_reader *r);
 /* The reader keeps parent (not owned) for SF_PARENT sections. */
 int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader *parent);
+/* The same, and parent is closed with r. */
+int vgpu_ckpt_adopt_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader *parent);
+struct vgpu_ckpt_reader *vgpu_ckpt_parent(const struct vgpu_ckpt_reader *r);
+/* Where section i's stored bytes are: *rr's section *ri, SF_PARENT followed
+ * through the attached parents. */
+void vgpu_ckpt_resolve(struct vgpu_ckpt_reader *r, unsigned i, struct vgpu_ckpt_reader **rr,
+		       unsigned *ri);
+/*
+ * A checkpoint and, if it is incremental, its parents, each adopted by its
+ * child (close the first to close them all). A parent is looked for at the
+ * path its child's PARENT section names, then under the same name in the
+ * child's folder; at most VGPU_CKPT_MAX_CHAIN files. flags and ex apply to
+ * each; the errors name the file at fault ("its parent ... is missing").
+ */
+#define VGPU_CKPT_MAX_CHAIN 64
+int vgpu_ckpt_open_chain(struct vgpu_ckpt_reader **out, const char *path,
+			 const struct vgpu_ckpt_expect *ex, unsigned flags, char *err);
+/* Files in r's chain, r included. */
+unsigned vgpu_ckpt_chain_length(const struct vgpu_ckpt_reader *r);
 int vgpu_ckpt_read_begin(struct vgpu_ckpt_reader *r, unsigned i);
 /* Up to len raw bytes of the current section; 0 at its (verified) end. */
 ssize_t vgpu_ckpt_read(struct vgpu_ckpt_reader *r, void *buf, size_t len);
+/* Section i's raw bytes whole, into a fresh buffer (free it; one NUL byte
+ * follows them); a section of more than cap raw bytes is refused. */
+int vgpu_ckpt_read_whole(struct vgpu_ckpt_reader *r, unsigned i, size_t cap, void **out,
+			 size_t *len);
 /*
  * For callers that read a plain (uncompressed, not the parent's) section's
  * stored bytes themselves, in parallel: the file (pread at the section's

@@ -20,6 +20,8 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_HANDLES] = "handle map",
 	[VGPU_CKPT_SEC_VA] = "address windows",
 	[VGPU_CKPT_SEC_CLIENT] = "client",
+	[VGPU_CKPT_SEC_DIGESTS] = "content digests",
+	[VGPU_CKPT_SEC_PARENT] = "parent path",
 };
 
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf)

@@ -30,6 +30,7 @@ struct vgpu_ckpt_reader {
 	unsigned *order;		/* indices sorted by (type, id) */
 	struct vgpu_ckpt_reader *parent;
 	unsigned *pidx;			/* SF_PARENT section -> parent's index */
+	int own_parent;			/* closed with this one */
 
 	int cur;			/* the section being read; -1: none */
 	struct vgpu_ckpt_reader *via;	/* SF_PARENT: the reader that has it */
@@ -409,6 +410,8 @@ void vgpu_ckpt_reader_close(struct vgpu_ckpt_reader *r)
 {
 	if (!r)
 		return;
+	if (r->own_parent)
+		vgpu_ckpt_reader_close(r->parent);
 	if (r->fd >= 0)
 		close(r->fd);
 	if (r->dctx)
@@ -474,8 +477,9 @@ int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader 
 		return rerr(r, -EINVAL, "not an incremental checkpoint: it has no parent");
 	hex16(r->hdr.parent_id, a);
 	hex16(p->hdr.file_id, b);
+	a[8] = b[8] = 0;	/* enough to tell them apart */
 	if (memcmp(r->hdr.parent_id, p->hdr.file_id, sizeof(p->hdr.file_id)))
-		return rerr(r, -EXDEV, "its parent is checkpoint %s, but %s is checkpoint %s",
+		return rerr(r, -EXDEV, "its parent is checkpoint %s..., but %s is checkpoint %s...",
 			    a, p->path, b);
 	if (r->hdr.parent_header_crc != p->hdr.header_crc)
 		return rerr(r, -EXDEV, "its parent %s (checkpoint %s) has changed since (header "
@@ -505,6 +509,34 @@ int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader 
 	}
 	r->parent = p;
 	return 0;
+}
+
+int vgpu_ckpt_adopt_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader *p)
+{
+	int ret;
+
+	if (r->own_parent)
+		return rerr(r, -EINVAL, "it already has a parent");
+	ret = vgpu_ckpt_attach_parent(r, p);
+	if (!ret)
+		r->own_parent = 1;
+	return ret;
+}
+
+struct vgpu_ckpt_reader *vgpu_ckpt_parent(const struct vgpu_ckpt_reader *r)
+{
+	return r->parent;
+}
+
+void vgpu_ckpt_resolve(struct vgpu_ckpt_reader *r, unsigned i, struct vgpu_ckpt_reader **rr,
+		       unsigned *ri)
+{
+	while (i < r->hdr.section_count && r->tab[i].flags & VGPU_CKPT_SF_PARENT && r->parent) {
+		i = r->pidx[i];
+		r = r->parent;
+	}
+	*rr = r;
+	*ri = i;
 }
 
 static int zstd_ready(struct vgpu_ckpt_reader *r, unsigned i)
@@ -686,5 +718,41 @@ int vgpu_ckpt_check_crc(struct vgpu_ckpt_reader *r, unsigned i, uint32_t crc)
 	if (r->tab[i].crc != crc)
 		return rerr(r, -EBADMSG, "%s: checksum mismatch (stored %08x, computed %08x)",
 			    label(r, i, l, sizeof(l)), r->tab[i].crc, crc);
+	return 0;
+}
+
+int vgpu_ckpt_read_whole(struct vgpu_ckpt_reader *r, unsigned i, size_t cap, void **out,
+			 size_t *len)
+{
+	uint8_t *buf;
+	size_t got = 0;
+	ssize_t n;
+	int ret;
+
+	*out = NULL;
+	*len = 0;
+	if (i >= r->hdr.section_count)
+		return rerr(r, -EINVAL, "no section %u (the file has %u)", i, r->hdr.section_count);
+	if (r->tab[i].raw_len > cap) {
+		char l[96];
+
+		return rerr(r, -EBADMSG, "%s is too large (%llu bytes, at most %zu expected)",
+			    label(r, i, l, sizeof(l)), (unsigned long long)r->tab[i].raw_len, cap);
+	}
+	ret = vgpu_ckpt_read_begin(r, i);
+	if (ret)
+		return ret;
+	buf = malloc(r->tab[i].raw_len + 1);
+	if (!buf)
+		return rerr(r, -ENOMEM, "out of memory");
+	while ((n = vgpu_ckpt_read(r, buf + got, r->tab[i].raw_len + 1 - got)) > 0)
+		got += (size_t)n;
+	if (n < 0) {
+		free(buf);
+		return (int)n;
+	}
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
 	return 0;
 }

@@ -107,7 +107,8 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 			return "sessions takes no argument";
 		break;
 	case VGPU_CTL_CHECKPOINT:
-		allowed = VGPU_CTL_F_COMPRESS | VGPU_CTL_F_DIRECT | VGPU_CTL_F_STOP;
+		allowed = VGPU_CTL_F_COMPRESS | VGPU_CTL_F_DIRECT | VGPU_CTL_F_STOP |
+			  VGPU_CTL_F_INCREMENTAL;
 		if (!q->session)
 			return "checkpoint needs a session";
 		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)

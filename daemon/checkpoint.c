@@ -29,8 +29,10 @@
 #include "ckpt.h"
 #include "ckpt_bulk.h"
 #include "ckpt_crc.h"
+#include "ckpt_parent.h"
 #include "ckpt_sink.h"
 #include "clock.h"
+#include "gpu_digest.h"
 #include "log.h"
 #include "migrate.h"
 #include "retained.h"
@@ -42,6 +44,9 @@ struct ckpt_run {
 	struct ckpt_answer *a;
 	struct vgpu_ckpt_alloc *alloc;	/* records, grown as they come */
 	size_t nalloc, cap;
+	struct content_digest *dg;	/* each allocation's; NULL: none */
+	bool digests;			/* wanted (not for a move) */
+	const struct ckpt_parent *parent;	/* incremental: the one to refer to */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -173,6 +178,74 @@ uint64_t *worker_progress_begin(struct worker *w, uint64_t total)
 	return &w->stats->state_done;
 }
 
+/*
+ * Every allocation's content digest into r->dg: device memory on the GPU,
+ * the pinned pool here. Without digests the checkpoint is still whole; the
+ * next incremental one just writes everything again.
+ */
+static void digest_allocations(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct digest_range *dr = calloc(r->nalloc + 1, sizeof(*dr));
+	struct content_digest *dd = calloc(r->nalloc + 1, sizeof(*dd));
+	char why[160];
+	size_t nd = 0;
+
+	r->dg = calloc(r->nalloc + 1, sizeof(*r->dg));
+	if (!dr || !dd || !r->dg) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto none;
+	}
+	for (size_t i = 0; i < r->nalloc; i++)
+		if (r->alloc[i].kind == VGPU_CKPT_MEM_DEVICE)
+			dr[nd++] = (struct digest_range){ r->alloc[i].addr, r->alloc[i].size };
+	if (gpu_digest(&w->B, w->primary[0], dr, nd, dd, why, sizeof(why)))
+		goto none;
+	nd = 0;
+	for (size_t i = 0; i < r->nalloc; i++) {
+		const struct vgpu_ckpt_alloc *a = &r->alloc[i];
+
+		if (a->kind == VGPU_CKPT_MEM_DEVICE)
+			r->dg[i] = dd[nd++];
+		else	/* the pool is mapped at the same address here */
+			digest_bytes(&r->dg[i], (const void *)(uintptr_t)a->addr, a->size, 0);
+	}
+	goto out;
+none:
+	vlog_warn("session %llu: no content digests in this checkpoint (%s); an incremental "
+		  "one after it writes everything", (unsigned long long)w->session_id, why);
+	free(r->dg);
+	r->dg = NULL;
+out:
+	free(dr);
+	free(dd);
+}
+
+static int write_digests(struct ckpt_run *r)
+{
+	struct vgpu_ckpt_digest *d = calloc(r->nalloc + 1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return fail(r, -ENOMEM, "out of memory listing digests");
+	for (size_t i = 0; i < r->nalloc; i++)
+		d[i] = (struct vgpu_ckpt_digest){ .data_id = r->alloc[i].data_id,
+						  .size = r->alloc[i].size, .a = r->dg[i].a,
+						  .b = r->dg[i].b, .kind = VGPU_CKPT_DIGEST };
+	ret = table(r, VGPU_CKPT_SEC_DIGESTS, 0, d, r->nalloc, sizeof(*d), NULL, 0);
+	free(d);
+	return ret;
+}
+
+/* Allocation i is the same as in the parent: the file refers to it there. */
+static bool in_parent(struct ckpt_run *r, size_t i)
+{
+	const struct vgpu_ckpt_alloc *a = &r->alloc[i];
+
+	return r->parent && r->dg && ckpt_parent_has_alloc(r->parent, a->data_id, a->size,
+							   &r->dg[i]);
+}
+
 static int write_allocations(struct ckpt_run *r)
 {
 	struct worker *w = r->w;
@@ -180,14 +253,24 @@ static int write_allocations(struct ckpt_run *r)
 
 	if (vmem_for_each(&w->vmem, add_device, r) || hostpool_for_each(&w->pool, add_host, r))
 		return r->a->status;
+	if (r->digests)
+		digest_allocations(r);
 	ret = table(r, VGPU_CKPT_SEC_ALLOCS, 0, r->alloc, r->nalloc, sizeof(*r->alloc), NULL, 0);
 	for (size_t i = 0; !ret && i < r->nalloc; i++) {
 		const struct vgpu_ckpt_alloc *a = &r->alloc[i];
 
-		if (a->kind == VGPU_CKPT_MEM_DEVICE) {
+		if (a->kind == VGPU_CKPT_MEM_DEVICE)
+			r->a->result.device_bytes += a->size;
+		else
+			r->a->result.host_bytes += a->size;
+		if (in_parent(r, i)) {
+			ret = ckpt_sink_ref_parent(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id);
+			r->a->result.parent_bytes += a->size;
+			r->a->result.parent_allocations++;
+			ckpt_progress(w->stats ? &w->stats->state_done : NULL, a->size);
+		} else if (a->kind == VGPU_CKPT_MEM_DEVICE) {
 			ret = ckpt_sink_device_section(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id,
 						       a->addr, a->size);
-			r->a->result.device_bytes += a->size;
 		} else {
 			/* The pool is mapped at the same address here as in the client. */
 			ret = ckpt_sink_begin(r->sink, VGPU_CKPT_SEC_ALLOC_DATA, a->data_id, 0);
@@ -196,7 +279,6 @@ static int write_allocations(struct ckpt_run *r)
 						      a->size);
 			if (!ret)
 				ret = ckpt_sink_end(r->sink);
-			r->a->result.host_bytes += a->size;
 			ckpt_progress(w->stats ? &w->stats->state_done : NULL, a->size);
 		}
 		if (ret)
@@ -206,7 +288,7 @@ static int write_allocations(struct ckpt_run *r)
 	if (ret)
 		return sink_failed(r, ret);
 	r->a->result.allocations = (uint32_t)r->nalloc;
-	return ret;
+	return r->dg ? write_digests(r) : 0;
 }
 
 static int write_modules(struct ckpt_run *r)
@@ -235,14 +317,23 @@ static int write_modules(struct ckpt_run *r)
 		n++;
 	}
 	ret = table(r, VGPU_CKPT_SEC_MODULES, 0, m, n, sizeof(*m), NULL, 0);
-	free(m);
+	n = 0;
 	obj_for_each(&w->modules, i, e) {
 		const struct retained_image *img = e->data;
 
 		if (ret)
 			break;
-		ret = table(r, VGPU_CKPT_SEC_MODULE_IMAGE, i, NULL, 0, 0, img->bytes, img->len);
+		if (r->parent && ckpt_parent_has_module(r->parent, i, m[n].hash)) {
+			ret = ckpt_sink_ref_parent(r->sink, VGPU_CKPT_SEC_MODULE_IMAGE, i);
+			if (ret)
+				ret = sink_failed(r, ret);
+		} else {
+			ret = table(r, VGPU_CKPT_SEC_MODULE_IMAGE, i, NULL, 0, 0, img->bytes,
+				    img->len);
+		}
+		n++;
 	}
+	free(m);
 	r->a->result.modules = (uint32_t)n;
 	return ret;
 }
@@ -420,6 +511,9 @@ static int collect(struct ckpt_run *r)
 
 	memcpy(who.comm, w->comm, sizeof(who.comm) - 1);
 	ret = table(r, VGPU_CKPT_SEC_CLIENT, 0, &who, 1, sizeof(who), NULL, 0);
+	if (!ret && r->parent)
+		ret = table(r, VGPU_CKPT_SEC_PARENT, 0, NULL, 0, 0, r->parent->path,
+			    strlen(r->parent->path));
 	if (!ret)
 		ret = table(r, VGPU_CKPT_SEC_VA, 0, &va, 1, sizeof(va), NULL, 0);
 	if (!ret)
@@ -435,7 +529,10 @@ static int collect(struct ckpt_run *r)
 	if (!ret)
 		ret = write_streams_events(r);
 	free(r->alloc);
+	free(r->dg);
 	r->alloc = NULL;
+	r->dg = NULL;
+	r->a->result.incremental = r->parent != NULL;
 	return ret;
 }
 
@@ -457,6 +554,7 @@ struct ckpt_job {
 	int state;			/* JOB_* */
 	struct ckpt_sink *sink;
 	uint64_t t_ordered;
+	struct ckpt_parent parent;	/* incremental: opened with the order */
 };
 
 enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER };
@@ -480,12 +578,13 @@ static void answer(struct worker *w, const struct ckpt_order *o, struct ckpt_ans
 
 static int writer_open(struct worker *w, const struct ckpt_order *o,
 		       const struct vgpu_ckpt_gpu *gpu, uint32_t driver, uint64_t prealloc,
-		       struct vgpu_ckpt_writer **wr, char *err)
+		       const struct ckpt_parent *parent, struct vgpu_ckpt_writer **wr, char *err)
 {
 	struct vgpu_ckpt_writer_opts opts = { .gpu = gpu, .driver_version = driver,
 					      .session_id = w->session_id,
 					      .compress = o->flags & VGPU_CTL_F_COMPRESS ? 3 : 0,
-					      .prealloc = prealloc };
+					      .prealloc = prealloc,
+					      .parent = parent ? parent->r : NULL };
 
 	return vgpu_ckpt_writer_open(wr, o->path, &opts, err);
 }
@@ -495,7 +594,7 @@ static int open_writer(struct ckpt_run *r, const struct ckpt_order *o,
 		       struct vgpu_ckpt_writer **wr)
 {
 	char err[VGPU_CKPT_MSG];
-	int ret = writer_open(r->w, o, gpu, driver, 0, wr, err);
+	int ret = writer_open(r->w, o, gpu, driver, 0, r->parent, wr, err);
 
 	return ret ? fail(r, ret, "%s", err) : 0;
 }
@@ -507,7 +606,30 @@ int worker_checkpoint_writer(struct worker *w, const struct ckpt_order *o, uint6
 	uint32_t driver;
 
 	worker_gpu_identity(w, &gpu, &driver);
-	return writer_open(w, o, &gpu, driver, prealloc, wr, err);
+	return writer_open(w, o, &gpu, driver, prealloc, NULL, wr, err);
+}
+
+/*
+ * --incremental: the session's last checkpoint, opened as the parent. With
+ * none, or one that cannot serve, the checkpoint is a full one and the
+ * answer's message says why.
+ */
+static void open_parent(struct worker *w, const struct ckpt_order *o, struct ckpt_parent *p,
+			struct ckpt_answer *a)
+{
+	char why[VGPU_CKPT_MSG];
+
+	memset(p, 0, sizeof(*p));
+	if (!(o->flags & VGPU_CTL_F_INCREMENTAL))
+		return;
+	if (!o->parent[0]) {
+		snprintf(a->message, sizeof(a->message),
+			 "no earlier checkpoint of this session: a full one");
+	} else if (ckpt_parent_open(p, o->parent, w->session_id, o->path, why, sizeof(why))) {
+		vlog_warn("session %llu: incremental checkpoint: %s; writing a full one",
+			  (unsigned long long)w->session_id, why);
+		snprintf(a->message, sizeof(a->message), "full, not incremental: %.88s", why);
+	}
 }
 
 static void file_size(const char *path, struct ckpt_answer *a)
@@ -543,7 +665,8 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,
 			   struct vgpu_ckpt_writer *wr)
 {
-	struct ckpt_run r = { .w = w, .a = a };
+	struct ckpt_run r = { .w = w, .a = a, .digests = o->type != WORDER_MIGRATE };
+	struct ckpt_parent parent = { 0 };
 	struct vgpu_ckpt_gpu gpu;
 	uint64_t t0 = vgpu_now_ns();
 	uint32_t driver;
@@ -552,6 +675,10 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	bool registered;
 	int ret;
 
+	if (!wr) {
+		open_parent(w, o, &parent, a);
+		r.parent = parent.r ? &parent : NULL;
+	}
 	if (drain(&r))
 		goto out;
 	worker_gpu_identity(w, &gpu, &driver);
@@ -573,6 +700,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 out:
 	worker_progress_end(w);
 	vgpu_ckpt_writer_close(wr);	/* not finished: its temporary file goes */
+	ckpt_parent_close(&parent);
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
 	return a->status;
 }
@@ -604,8 +732,13 @@ static void *prepare(void *arg)
 		j->buf = NULL;
 	} else if (!w->B.cuCtxSetCurrent(w->primary[0]) &&
 		   !w->B.cuMemHostRegister_v2(j->buf, j->cap, 0)) {
+		char why[160];
+
 		j->registered = true;
 		state = JOB_READY;
+		/* The digest kernel compiled now, not while the program waits. */
+		if (gpu_digest_prepare(&w->B, w->primary[0], why, sizeof(why)))
+			vlog_warn("session %llu: %s", (unsigned long long)w->session_id, why);
 	}
 	__atomic_store_n(&j->state, state, __ATOMIC_RELEASE);
 	return NULL;
@@ -620,6 +753,7 @@ static void job_free(struct ckpt_job *j)
 	if (j->buf)
 		munmap(j->buf, j->cap);
 	ckpt_sink_free(j->sink);
+	ckpt_parent_close(&j->parent);
 	free(j);
 }
 
@@ -627,7 +761,8 @@ static void job_free(struct ckpt_job *j)
 static void *flush(void *arg)
 {
 	struct ckpt_job *j = arg;
-	struct ckpt_run r = { .w = j->w, .a = &j->a };
+	struct ckpt_run r = { .w = j->w, .a = &j->a,
+			      .parent = j->parent.r ? &j->parent : NULL };
 	struct vgpu_ckpt_writer *wr = NULL;
 	int ret;
 
@@ -652,7 +787,8 @@ static void *flush(void *arg)
 static void pause_and_copy(struct ckpt_job *j)
 {
 	struct worker *w = j->w;
-	struct ckpt_run r = { .w = w, .a = &j->a };
+	struct ckpt_run r = { .w = w, .a = &j->a, .digests = true,
+			      .parent = j->parent.r ? &j->parent : NULL };
 	uint64_t t0 = vgpu_now_ns();
 	pthread_t t;
 
@@ -693,8 +829,13 @@ void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
 		j->w = w;
 		j->order = *o;
 		j->a.type = WMSG_CHECKPOINTED;
-		j->cap = want;
 		j->t_ordered = vgpu_now_ns();
+		open_parent(w, o, &j->parent, &j->a);
+		/* Incremental: what changed is not known before the pause; the
+		 * buffer takes the first of it, the heap the rest. */
+		if (j->parent.r)
+			want = 64ull << 20;
+		j->cap = want;
 	}
 	/* Snapshot only with room to spare: else the pages would be swapped. */
 	/* --stop waits for the file: the program may not run on after the state. */
@@ -706,6 +847,7 @@ void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
 		return;
 	}
 	if (j) {
+		ckpt_parent_close(&j->parent);	/* opened again by the file's writer */
 		checkpoint_now(w, o, &j->a);
 		free(j);
 	} else {

@@ -27,6 +27,7 @@ struct ckpt_order {
 	uint32_t type;			/* WORDER_CHECKPOINT */
 	uint32_t flags;			/* VGPU_CTL_F_* */
 	char path[VGPU_CTL_MAX_ARG];
+	char parent[VGPU_CTL_MAX_ARG];	/* INCREMENTAL: the session's last checkpoint, or "" */
 };
 
 /* Worker -> supervisor: starts like struct worker_msg (type first). */
@@ -35,7 +36,7 @@ struct ckpt_answer {
 	uint8_t pad[3];
 	int32_t status;			/* 0 or -errno */
 	struct vgpu_ctl_checkpoint result;
-	char message[112];		/* why, when status is not 0 */
+	char message[112];		/* why, when status is not 0; else a note or "" */
 };
 
 /*

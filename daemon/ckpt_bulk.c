@@ -17,8 +17,8 @@
 
 #define MAX_THREADS 16u
 
-int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, uint64_t off, uint64_t dev,
-		    uint64_t len, struct ckpt_span *span)
+int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, int fd, uint64_t off,
+		    uint64_t dev, uint64_t len, struct ckpt_span *span)
 {
 	*span = (struct ckpt_span){ .section = section, .first = ps->n };
 	while (len) {
@@ -33,7 +33,7 @@ int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, uint64_t off, uint
 			ps->p = p;
 			ps->cap = cap;
 		}
-		ps->p[ps->n++] = (struct ckpt_piece){ .off = off, .dev = dev, .len = n };
+		ps->p[ps->n++] = (struct ckpt_piece){ .fd = fd, .off = off, .dev = dev, .len = n };
 		span->n++;
 		off += n;
 		dev += n;
@@ -108,11 +108,12 @@ static bool failed(struct bulk *k)
 	return __atomic_load_n(&k->err, __ATOMIC_RELAXED) != 0;
 }
 
-static int file_io(struct bulk *k, bool write, uint8_t *buf, size_t len, uint64_t off)
+static int file_io(struct bulk *k, int fd, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
+	if (fd < 0)
+		fd = k->fd;
 	while (len) {
-		ssize_t n = write ? pwrite(k->fd, buf, len, (off_t)off)
-				  : pread(k->fd, buf, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, buf, len, (off_t)off) : pread(fd, buf, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -142,7 +143,7 @@ static int store(struct bulk *k, const struct ckpt_piece *pc, uint8_t *buf)
 	if (k->map && errno == ENOSPC)
 		return fail(k, -ENOSPC, "writing the file at offset %llu: %s",
 			    (unsigned long long)pc->off, strerror(ENOSPC));
-	return file_io(k, true, buf, pc->len, pc->off);
+	return file_io(k, pc->fd, true, buf, pc->len, pc->off);
 }
 
 /* Slot work begun: load reads and checksums, then copies to the GPU;
@@ -153,7 +154,7 @@ static int begin(struct bulk *k, struct ckpt_piece *pc, uint8_t *buf, CUstream s
 	CUresult rc;
 
 	if (k->dir == CKPT_BULK_LOAD) {
-		if (file_io(k, false, buf, pc->len, pc->off))
+		if (file_io(k, pc->fd, false, buf, pc->len, pc->off))
 			return k->err;
 		pc->crc = vgpu_crc32c(0, buf, pc->len);
 		rc = B->cuMemcpyHtoDAsync_v2(pc->dev, buf, pc->len, st);

@@ -23,6 +23,7 @@
 #define CKPT_PIECE (8u << 20)	/* bytes a piece holds at most */
 
 struct ckpt_piece {
+	int fd;			/* load: the file it is in (a parent's, maybe) */
 	uint64_t off;		/* in the file */
 	uint64_t dev;		/* device address */
 	uint64_t len;		/* 1..CKPT_PIECE */
@@ -42,10 +43,10 @@ struct ckpt_span {
 
 enum ckpt_bulk_dir { CKPT_BULK_LOAD, CKPT_BULK_SAVE };
 
-/* Section @section, [dev, dev + len) at file offset off, cut into pieces
- * (which *span names). 0 or -ENOMEM. */
-int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, uint64_t off, uint64_t dev,
-		    uint64_t len, struct ckpt_span *span);
+/* Section @section, [dev, dev + len) at offset off of file fd (-1: the one
+ * ckpt_bulk_run is given), cut into pieces (which *span names). 0 or -ENOMEM. */
+int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, int fd, uint64_t off,
+		    uint64_t dev, uint64_t len, struct ckpt_span *span);
 /* The CRC32C of a section, from its pieces' (after ckpt_bulk_run). */
 uint32_t ckpt_span_crc(const struct ckpt_pieces *ps, const struct ckpt_span *span);
 void ckpt_pieces_free(struct ckpt_pieces *ps);

@@ -21,6 +21,7 @@ struct section {
 	uint32_t type;
 	uint64_t id, aux;
 	size_t first, n;	/* its pieces */
+	bool parent;		/* no pieces: the parent file has its bytes */
 };
 
 struct ckpt_sink {
@@ -124,7 +125,21 @@ int ckpt_sink_begin(struct ckpt_sink *s, uint32_t type, uint64_t id, uint64_t au
 	}
 	if (grow((void **)&s->sec, &s->capsec, s->nsec, sizeof(*s->sec)))
 		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
-	s->sec[s->nsec++] = (struct section){ type, id, aux, s->npc, 0 };
+	s->sec[s->nsec++] = (struct section){ type, id, aux, s->npc, 0, false };
+	return 0;
+}
+
+int ckpt_sink_ref_parent(struct ckpt_sink *s, uint32_t type, uint64_t id)
+{
+	int ret;
+
+	if (s->wr) {
+		ret = vgpu_ckpt_ref_parent(s->wr, type, id);
+		return ret ? writer_failed(s, ret) : 0;
+	}
+	if (grow((void **)&s->sec, &s->capsec, s->nsec, sizeof(*s->sec)))
+		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
+	s->sec[s->nsec++] = (struct section){ type, id, 0, s->npc, 0, true };
 	return 0;
 }
 
@@ -239,7 +254,7 @@ int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, ui
 		return writer_failed(s, ret);
 	if (grow((void **)&s->res, &s->capres, s->nres, sizeof(*s->res)))
 		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
-	if (ckpt_pieces_add(&s->ps, index, off, p, len, &s->res[s->nres++]))
+	if (ckpt_pieces_add(&s->ps, index, -1, off, p, len, &s->res[s->nres++]))
 		return fail(s, -ENOMEM, "out of memory keeping the checkpoint");
 	return 0;
 }
@@ -284,8 +299,15 @@ int ckpt_sink_flush(struct ckpt_sink *s, struct vgpu_ckpt_writer *wr)
 {
 	for (size_t i = 0; i < s->nsec; i++) {
 		const struct section *sec = &s->sec[i];
-		int ret = vgpu_ckpt_begin(wr, sec->type, sec->id, sec->aux, 0);
+		int ret;
 
+		if (sec->parent) {
+			ret = vgpu_ckpt_ref_parent(wr, sec->type, sec->id);
+			if (ret)
+				return fail(s, ret, "%s", vgpu_ckpt_writer_error(wr));
+			continue;
+		}
+		ret = vgpu_ckpt_begin(wr, sec->type, sec->id, sec->aux, 0);
 		for (size_t k = 0; !ret && k < sec->n; k++)
 			ret = vgpu_ckpt_write(wr, s->pc[sec->first + k].p, s->pc[sec->first + k].len);
 		if (!ret)

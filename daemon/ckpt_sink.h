@@ -39,6 +39,8 @@ int ckpt_sink_end(struct ckpt_sink *s);
 /* A whole section of device bytes: begin, device and end in one. */
 int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, uint64_t p,
 			     uint64_t len);
+/* A section whose bytes the parent checkpoint has (the writer's opts.parent). */
+int ckpt_sink_ref_parent(struct ckpt_sink *s, uint32_t type, uint64_t id);
 /* The device sections a bulk sink has reserved, copied (before the finish). */
 int ckpt_sink_device_flush(struct ckpt_sink *s);
 /* Why the last call failed. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "content_digest.h"
 #include "host_kernels.h"
 
 static const void *arg_ptr(const struct host_launch *l, uint32_t off)
@@ -157,6 +158,31 @@ static CUresult big_param(const struct host_launch *l)
 	return CUDA_SUCCESS;
 }
 
+/* daemon/gpu_digest.cu: a digest of each tile of memory (32-byte records). */
+static CUresult content_digest(const struct host_launch *l)
+{
+	const uint64_t *tiles = arg_ptr(l, 0);
+	unsigned n = ARG(l, 8, unsigned);
+	uint64_t *out = (uint64_t *)arg_ptr(l, 16);
+	CUresult r;
+
+	if ((r = check_array(tiles, (uint64_t)n * 4, 8, 0)) || (r = check_array(out, 2ull * n, 8, 1)))
+		return r;
+	for (unsigned t = 0; t < n; t++) {
+		const void *p = (const void *)(uintptr_t)tiles[4 * t];
+		struct content_digest d = { 0, 0 };
+
+		if ((r = check_array(p, tiles[4 * t + 1] ? tiles[4 * t + 1] : 1, 1, 0)))
+			return r;
+		if ((uintptr_t)p % 16)
+			return CUDA_ERROR_MISALIGNED_ADDRESS;
+		digest_bytes(&d, p, tiles[4 * t + 1], tiles[4 * t + 2]);
+		out[2 * t] = d.a;
+		out[2 * t + 1] = d.b;
+	}
+	return CUDA_SUCCESS;
+}
+
 #define PARAMS(...) (const struct host_param[]){ __VA_ARGS__ }
 #define NPARAMS(...) \
 	(sizeof((const struct host_param[]){ __VA_ARGS__ }) / sizeof(struct host_param))
@@ -173,6 +199,7 @@ static const struct host_kernel kernels[] = {
 	KERNEL("vgpu_poke_u32", poke_u32, 12, { 0, 8 }, { 8, 4 }),
 	KERNEL("vgpu_spin", spin, 8, { 0, 8 }),
 	KERNEL("vgpu_big_param", big_param, 4104, { 0, 4096 }, { 4096, 8 }),
+	KERNEL("vgpu_content_digest", content_digest, 24, { 0, 8 }, { 8, 4 }, { 16, 8 }),
 };
 
 const struct host_kernel *host_kernel_find(const char *name)

@@ -222,28 +222,13 @@ static int fail(struct rebuild *b, int err, const char *fmt, ...)
 /* Section i whole into a fresh buffer of at most @cap bytes. */
 static int read_all(struct rebuild *b, int i, void **out, size_t *len, size_t cap)
 {
-	const struct vgpu_ckpt_section *s;
-	uint8_t *buf;
-	size_t got = 0;
-	ssize_t n;
+	int ret;
 
 	if (i < 0)
 		return fail(b, -EBADMSG, "the checkpoint lacks a section it refers to");
-	s = vgpu_ckpt_section_at(b->r, (unsigned)i);
-	if (s->raw_len > cap || vgpu_ckpt_read_begin(b->r, (unsigned)i))
-		return fail(b, -EBADMSG, "section %d of the checkpoint is too large", i);
-	buf = malloc(s->raw_len + 1);
-	if (!buf)
-		return fail(b, -ENOMEM, "out of memory reading the checkpoint");
-	while ((n = vgpu_ckpt_read(b->r, buf + got, s->raw_len + 1 - got)) > 0)
-		got += (size_t)n;
-	if (n < 0 || got != s->raw_len) {
-		free(buf);
-		return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
-	}
-	*out = buf;
-	*len = got;
-	return 0;
+	ret = vgpu_ckpt_read_whole(b->r, (unsigned)i, cap, out, len);
+	return ret ? fail(b, ret == -ENOMEM ? ret : -EBADMSG, "%s",
+			  vgpu_ckpt_reader_error(b->r)) : 0;
 }
 
 /* A table section: its records (n of @size) and the blob behind them. */
@@ -369,7 +354,7 @@ static int load_in_order(struct rebuild *b, unsigned k, uint64_t at)
 
 /* Plain sections' pieces, read by several threads (ckpt_bulk.h). */
 static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct ckpt_span *pl,
-		      size_t npl)
+		      struct vgpu_ckpt_reader *const *plr, size_t npl)
 {
 	CUcontext ctx = NULL;
 	char why[160];
@@ -384,8 +369,8 @@ static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct ck
 	if (ret)
 		return fail(b, ret, "%s", why);
 	for (size_t i = 0; i < npl; i++)
-		if (vgpu_ckpt_check_crc(b->r, pl[i].section, ckpt_span_crc(ps, &pl[i])))
-			return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
+		if (vgpu_ckpt_check_crc(plr[i], pl[i].section, ckpt_span_crc(ps, &pl[i])))
+			return fail(b, -EBADMSG, "%s", vgpu_ckpt_reader_error(plr[i]));
 	return 0;
 }
 
@@ -397,6 +382,7 @@ static int memory(struct rebuild *b, int pool_fd)
 	struct vgpu_ckpt_alloc *a;
 	struct ckpt_pieces ps = { 0 };
 	struct ckpt_span *pl = NULL;
+	struct vgpu_ckpt_reader **plr = NULL;	/* the file each span is in */
 	uint64_t *haddr = NULL, *hsize = NULL;
 	size_t n, off, nh = 0, npl = 0;
 	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off);
@@ -406,7 +392,8 @@ static int memory(struct rebuild *b, int pool_fd)
 	haddr = calloc(n + 1, sizeof(*haddr));
 	hsize = calloc(n + 1, sizeof(*hsize));
 	pl = calloc(n + 1, sizeof(*pl));
-	if (!haddr || !hsize || !pl)
+	plr = calloc(n + 1, sizeof(*plr));
+	if (!haddr || !hsize || !pl || !plr)
 		ret = fail(b, -ENOMEM, "out of memory");
 	else {
 		uint64_t total = 0;
@@ -418,6 +405,7 @@ static int memory(struct rebuild *b, int pool_fd)
 	for (size_t i = 0; !ret && i < n; i++) {
 		const struct vgpu_ckpt_section *s;
 		CUresult rc;
+		unsigned ri = 0;
 		int k;
 
 		if (a[i].kind == VGPU_CKPT_MEM_HOST) {
@@ -435,23 +423,28 @@ static int memory(struct rebuild *b, int pool_fd)
 		}
 		k = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_ALLOC_DATA, a[i].data_id);
 		s = k < 0 ? NULL : vgpu_ckpt_section_at(b->r, (unsigned)k);
+		if (s)		/* the file that stores them: this one or a parent */
+			vgpu_ckpt_resolve(b->r, (unsigned)k, &plr[npl], &ri);
 		if (!s || s->raw_len != a[i].size) {
 			ret = fail(b, -EBADMSG, "the bytes of the allocation at %#llx are missing",
 				   (unsigned long long)a[i].addr);
-		} else if (s->compression == VGPU_CKPT_COMP_NONE && !(s->flags & VGPU_CKPT_SF_PARENT)) {
-			if (ckpt_pieces_add(&ps, (unsigned)k, s->offset, a[i].addr, s->stored_len,
-					    &pl[npl++]))
+		} else if ((s = vgpu_ckpt_section_at(plr[npl], ri))->compression ==
+			   VGPU_CKPT_COMP_NONE && !(s->flags & VGPU_CKPT_SF_PARENT)) {
+			if (ckpt_pieces_add(&ps, ri, vgpu_ckpt_reader_fd(plr[npl]), s->offset,
+					    a[i].addr, s->stored_len, &pl[npl]))
 				ret = fail(b, -ENOMEM, "out of memory");
+			npl++;
 		} else {
 			ret = load_in_order(b, (unsigned)k, a[i].addr);
 		}
 	}
 	if (!ret)
-		ret = load_plain(b, &ps, pl, npl);
+		ret = load_plain(b, &ps, pl, plr, npl);
 	if (!ret && (ret = hostpool_adopt(&w->pool, pool_fd, haddr, hsize, nh)))
 		fail(b, ret, "the pinned host pool cannot be taken over: %s", strerror(-ret));
 	ckpt_pieces_free(&ps);
 	free(pl);
+	free(plr);
 	free(haddr);
 	free(hsize);
 	free(a);
@@ -705,7 +698,7 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 	ex.driver_version = driver;
 	/* No checksum pass first: each section's is checked as it is read, and
 	 * a failed rebuild leaves the session as it was. */
-	ret = vgpu_ckpt_reader_open(&b.r, path, &ex, 0, err);
+	ret = vgpu_ckpt_open_chain(&b.r, path, &ex, 0, err);
 	if (ret) {
 		memcpy(a->message, err, sizeof(a->message) - 1);	/* cut to fit */
 		goto out;

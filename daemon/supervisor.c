@@ -50,6 +50,9 @@ struct wslot {
 	uint16_t gen;		/* counts the workers this slot has had */
 	bool moved;		/* its session went to another worker */
 	char migrate_path[64];	/* the checkpoint a move goes through */
+	char *ordered;		/* the checkpoint it is writing for vgpuctl */
+	char *last_ckpt;	/* its session's last checkpoint file (the
+				 * parent of an incremental one), or NULL */
 	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
@@ -482,7 +485,7 @@ static int register_suspended(const char *path, bool consume, char *why, size_t 
 	struct vgpu_ckpt_client who;
 	char err[VGPU_CKPT_MSG];
 	uint64_t id;
-	int i, ret = vgpu_ckpt_reader_open(&r, path, NULL, VGPU_CKPT_VERIFY, err);
+	int i, ret = vgpu_ckpt_open_chain(&r, path, NULL, VGPU_CKPT_VERIFY, err);
 
 	if (ret) {
 		snprintf(why, len, "%.*s", (int)len - 1, err);
@@ -566,6 +569,8 @@ static void on_resume_request(int i)
 		rep.status = 0;
 		rep.consume = s->consume;
 		snprintf(rep.path, sizeof(rep.path), "%s", s->path);
+		free(ws->last_ckpt);	/* a file removed once used is no parent */
+		ws->last_ckpt = s->consume ? NULL : strdup(s->path);
 		ws->session_id = id;
 		sv.susp[k] = sv.susp[--sv.nsusp];
 		break;
@@ -584,6 +589,9 @@ static void moved(int j)
 		vlog_warn("worker %d: cannot tell it the session moved", from->pid);
 	if (!v.status) {
 		from->moved = true;
+		free(to->last_ckpt);
+		to->last_ckpt = from->last_ckpt;	/* the session's, wherever it runs */
+		from->last_ckpt = NULL;
 		vlog_info("session %llu: moved from worker %d to worker %d",
 			  (unsigned long long)to->session_id, from->pid, to->pid);
 	}
@@ -683,6 +691,11 @@ static void on_worker_msg(int i, int res)
 			moved(i);
 			ws->ckpt.result.paused_at_ns = ws->paused_at;
 		}
+		if (ws->ordered && !ws->ckpt.status) {
+			free(ws->last_ckpt);
+			ws->last_ckpt = ws->ordered;
+			ws->ordered = NULL;
+		}
 		admin_checkpointed(ws->admin_slot, &ws->ckpt);
 		ws->admin_slot = -1;
 		/* --stop: the worker ends the session itself after the write. */
@@ -750,6 +763,8 @@ static void reap_children(void)
 					    "the session ended before its checkpoint was done");
 			if (ws->ctl >= 0)
 				close(ws->ctl);
+			free(ws->ordered);
+			free(ws->last_ckpt);
 			gen = ws->gen;
 			memset(ws, 0, sizeof(*ws));
 			ws->gen = gen;
@@ -824,6 +839,13 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 			return -EBUSY;
 		}
 		snprintf(o.path, sizeof(o.path), "%s", path);
+		if (flags & VGPU_CTL_F_INCREMENTAL && ws->last_ckpt)
+			snprintf(o.parent, sizeof(o.parent), "%s", ws->last_ckpt);
+		free(ws->ordered);
+		if (!(ws->ordered = strdup(path))) {
+			snprintf(why, len, "out of memory");
+			return -ENOMEM;
+		}
 		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
 			snprintf(why, len, "cannot reach session %llu's worker: %s",
 				 (unsigned long long)id, strerror(errno));

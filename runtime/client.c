@@ -341,6 +341,7 @@ static bool resume(void)
 	const char *env = getenv("VGPU_RESUME_TIMEOUT");
 	uint64_t end = vgpu_now_ns() + (uint64_t)((env ? atof(env) : 300) * 1e9);
 	bool said = false, ok = false;
+	useconds_t pause = 200000;
 
 	pthread_mutex_lock(&lock);
 	while (!ok && read_once(&s->ring.sh->state) == VGPU_WORKER_SUSPENDED &&
@@ -371,8 +372,13 @@ static bool resume(void)
 				break;
 			}
 			close(sock);
+			/* A daemon that does not have the session yet (it waits
+			 * for vgpuctl restore): ask less often, up to once a second. */
+			pause = pause < 500000 ? 2 * pause : 1000000;
+		} else {
+			pause = 200000;	/* no daemon: take up the next one quickly */
 		}
-		usleep(200000);
+		usleep(pause);
 	}
 	pthread_mutex_unlock(&lock);
 	return ok || read_once(&s->ring.sh->state) != VGPU_WORKER_SUSPENDED;

@@ -11,6 +11,7 @@
  */
 #include "pcopy.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -109,8 +110,19 @@ static void start_helpers(void)
 	for (int i = 0; i < want; i++) {
 		pthread_t t;
 
-		if (pthread_create(&t, &attr, helper_main, NULL)) {
-			vlog_warn("parallel copy: %d helper threads, not %d", i, want);
+		int err = pthread_create(&t, &attr, helper_main, NULL);
+
+		/*
+		 * glibc puts the static TLS of every loaded library on a new
+		 * thread's stack: beside cuBLAS, a small stack is EINVAL.
+		 */
+		if (err == EINVAL) {
+			pthread_attr_setstacksize(&attr, 16 << 20);
+			err = pthread_create(&t, &attr, helper_main, NULL);
+		}
+		if (err) {
+			vlog_warn("parallel copy: %d helper threads, not %d: %s", i, want,
+				  strerror(err));
 			break;
 		}
 		pc.helpers++;

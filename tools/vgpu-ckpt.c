@@ -3,7 +3,8 @@
  * vgpu-ckpt: look into a checkpoint file (include/vgpu/ckpt.h).
  *
  *   vgpu-ckpt inspect FILE [--verify]   the header and the section table;
- *                                       --verify checks every checksum
+ *                                       --verify checks every checksum, the
+ *                                       parents' too (incremental)
  *   vgpu-ckpt cat FILE TYPE ID          one section's bytes to stdout
  *                                       (TYPE: a number, ID: a number)
  *
@@ -29,7 +30,9 @@ static int inspect(const char *path, int verify)
 	char err[VGPU_CKPT_MSG], gpu[256], name[24];
 	const struct vgpu_ckpt_header *h;
 
-	if (vgpu_ckpt_reader_open(&r, path, NULL, verify ? VGPU_CKPT_VERIFY : 0, err)) {
+	/* --verify: the parents too, each whole; else this file alone. */
+	if ((verify ? vgpu_ckpt_open_chain(&r, path, NULL, VGPU_CKPT_VERIFY, err)
+		    : vgpu_ckpt_reader_open(&r, path, NULL, 0, err))) {
 		fprintf(stderr, "vgpu-ckpt: %s\n", err);
 		return 1;
 	}
@@ -38,15 +41,28 @@ static int inspect(const char *path, int verify)
 	       "sections: %u\nfile bytes: %" PRIu64 "\n", path, h->version, h->session_id,
 	       h->driver_version, vgpu_ckpt_gpu_describe(&h->gpu, gpu), vgpu_ckpt_count(r),
 	       h->file_size);
+	if (h->flags & VGPU_CKPT_F_INCREMENTAL) {
+		int i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_PARENT, 0);
+		void *text = NULL;
+		size_t len;
+
+		if (i < 0 || vgpu_ckpt_read_whole(r, (unsigned)i, 4096, &text, &len))
+			printf("parent: (not named)\n");
+		else
+			printf("parent: %s\n", (char *)text);
+		free(text);
+	}
 	for (unsigned i = 0; i < vgpu_ckpt_count(r); i++) {
 		const struct vgpu_ckpt_section *s = vgpu_ckpt_section_at(r, i);
 
 		printf("%4u %-16s id %#-14" PRIx64 " raw %12" PRIu64 " stored %12" PRIu64
-		       " records %" PRIu64 "\n", i, vgpu_ckpt_section_name(s->type, name), s->id,
-		       s->raw_len, s->stored_len, s->aux);
+		       " records %" PRIu64 "%s\n", i, vgpu_ckpt_section_name(s->type, name), s->id,
+		       s->raw_len, s->stored_len, s->aux,
+		       s->flags & VGPU_CKPT_SF_PARENT ? " (in the parent)" : "");
 	}
 	if (verify)
-		printf("verified: every checksum holds\n");
+		printf("verified: every checksum holds%s\n",
+		       vgpu_ckpt_chain_length(r) > 1 ? ", the parents' too" : "");
 	vgpu_ckpt_reader_close(r);
 	return 0;
 }
@@ -61,7 +77,7 @@ static int cat(const char *path, const char *type, const char *id)
 
 	if (*end1 || *end2 || !*type || !*id)
 		return usage();
-	if (vgpu_ckpt_reader_open(&r, path, NULL, 0, err)) {
+	if (vgpu_ckpt_open_chain(&r, path, NULL, 0, err)) {
 		fprintf(stderr, "vgpu-ckpt: %s\n", err);
 		return 1;
 	}

@@ -18,7 +18,7 @@ static const struct vgpuctl_cmd cmds[] = {
 	  "[--json] [--module] [--control PATH | --socket PATH] [SESSION]",
 	  "list vgpud's sessions (--module: those of /dev/vgpu)" },
 	{ "checkpoint", vgpuctl_checkpoint,
-	  "SESSION -o FILE [--compress] [--direct] [--stop] [--json] [--control PATH | --socket PATH]",
+	  "SESSION -o FILE [--compress] [--direct] [--incremental] [--stop] [--json] [--control PATH | --socket PATH]",
 	  "write a session's GPU state to FILE (the program pauses while it is copied)" },
 	{ "migrate", vgpuctl_migrate, "SESSION [--json] [--control PATH | --socket PATH]",
 	  "move a live session to another worker (the program waits meanwhile)" },

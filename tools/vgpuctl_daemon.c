@@ -188,10 +188,12 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
  * then reads its record into res (NULL: the operation has none); says why
  * on stderr ("vgpuctl: WHAT of SUBJECT: ...") and returns -1 when it failed.
  * progress: a line on a terminal meanwhile (the request names a session).
+ * note (VGPU_CTL_NOTE bytes, or NULL): what the daemon says of a success.
  */
+#define VGPU_CTL_NOTE sizeof(((struct vgpu_ctl_reply *)0)->message)
 static int ask_and_wait(const char *path, const void *msg, size_t len,
 			struct vgpu_ctl_checkpoint *res, const char *what, const char *subject,
-			bool progress)
+			bool progress, char *note)
 {
 	const struct vgpu_ctl_req *q = msg;
 	struct vgpuctl_progress *pr = NULL;
@@ -217,11 +219,13 @@ static int ask_and_wait(const char *path, const void *msg, size_t len,
 		return -1;
 	}
 	close(fd);
+	rep.message[sizeof(rep.message) - 1] = 0;
 	if (rep.status) {
-		rep.message[sizeof(rep.message) - 1] = 0;
 		fprintf(stderr, "vgpuctl: %s of %s: %s\n", what, subject, rep.message);
 		return -1;
 	}
+	if (note)
+		memcpy(note, rep.message, sizeof(rep.message));
 	return 0;
 }
 
@@ -253,7 +257,7 @@ int vgpuctl_migrate(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(subject, sizeof(subject), "session %s", id);
-	if (ask_and_wait(path, &q, sizeof(q), &res, "move", subject, !a.json))
+	if (ask_and_wait(path, &q, sizeof(q), &res, "move", subject, !a.json, NULL))
 		return VGPUCTL_FAIL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The program waits from its pause (the daemon's clock is this host's)
@@ -305,7 +309,7 @@ int vgpuctl_restore(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	/* The daemon checks the whole file first: no time limit. */
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, NULL, "restore", m.path, false))
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, NULL, "restore", m.path, false, NULL))
 		return VGPUCTL_FAIL;
 	printf("%s: its session comes back when its program reconnects\n", m.path);
 	return VGPUCTL_OK;
@@ -345,7 +349,7 @@ int vgpuctl_checkpoint(int argc, char **argv)
 	struct vgpuctl_ctl_args a = { 0 };
 	const char *out = NULL, *id, *path;
 	struct vgpu_ctl_checkpoint res;
-	char buf[108], subject[48], *file;
+	char buf[108], subject[48], note[VGPU_CTL_NOTE], *file;
 	size_t len;
 
 	for (int i = 1; i < argc; i++) {
@@ -357,6 +361,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 			m.q.flags |= VGPU_CTL_F_DIRECT;
 		else if (!strcmp(argv[i], "--stop"))
 			m.q.flags |= VGPU_CTL_F_STOP;
+		else if (!strcmp(argv[i], "--incremental"))
+			m.q.flags |= VGPU_CTL_F_INCREMENTAL;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else
@@ -385,7 +391,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	snprintf(subject, sizeof(subject), "session %s", id);
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", subject, !a.json)) {
+	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", subject, !a.json,
+			 note)) {
 		free(file);
 		return VGPUCTL_FAIL;
 	}
@@ -394,21 +401,33 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		vgpuctl_json_str(stdout, file);
 		printf(", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64
 		       ", \"file_bytes\": %" PRIu64 ", \"allocations\": %u, \"modules\": %u"
-		       ", \"stall_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"snapshot\": %s}\n",
+		       ", \"stall_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"snapshot\": %s"
+		       ", \"incremental\": %s, \"parent_bytes\": %" PRIu64
+		       ", \"parent_allocations\": %u, \"note\": ",
 		       res.device_bytes, res.host_bytes, res.file_bytes, res.allocations,
-		       res.modules, res.stall_ns, res.total_ns, res.snapshot ? "true" : "false");
+		       res.modules, res.stall_ns, res.total_ns, res.snapshot ? "true" : "false",
+		       res.incremental ? "true" : "false", res.parent_bytes,
+		       res.parent_allocations);
+		vgpuctl_json_str(stdout, note);
+		printf("}\n");
 	} else {
-		char dev[16], host[16], fb[16];
+		char dev[16], host[16], fb[16], pb[16];
 		double s = res.stall_ns / 1e9;
+		uint64_t copied = res.device_bytes + res.host_bytes - res.parent_bytes;
 
+		if (note[0])
+			fprintf(stderr, "vgpuctl: note: %s\n", note);
 		printf("session %" PRIu64 " -> %s: %s device, %s host memory, %u allocations, "
 		       "%u modules; %s file in %.3f s; program paused %.3f s (%.2f GB/s)%s\n",
 		       m.q.session, file, vgpuctl_size(res.device_bytes, dev, sizeof(dev)),
 		       vgpuctl_size(res.host_bytes, host, sizeof(host)), res.allocations,
 		       res.modules, vgpuctl_size(res.file_bytes, fb, sizeof(fb)),
-		       res.total_ns / 1e9, s,
-		       s > 0 ? (res.device_bytes + res.host_bytes) / s / 1e9 : 0.0,
+		       res.total_ns / 1e9, s, s > 0 ? copied / s / 1e9 : 0.0,
 		       res.snapshot ? "" : ", straight to the file");
+		if (res.incremental)
+			printf("incremental: %u of %u allocations (%s) unchanged, left in the "
+			       "parent\n", res.parent_allocations, res.allocations,
+			       vgpuctl_size(res.parent_bytes, pb, sizeof(pb)));
 	}
 	free(file);
 	return VGPUCTL_OK;

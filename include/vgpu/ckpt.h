@@ -49,7 +49,14 @@
  *   contents are those of the section with the same (type, id) in the
  *   parent, which may itself refer to its own parent. Its raw_len, crc and
  *   aux are copies of the parent section's, so a reader can check that the
- *   parent it is given is the one the file was made against.
+ *   parent it is given is the one the file was made against. The PARENT
+ *   section holds the parent's path when it was written (no NUL); a reader
+ *   looks there, then for the same name beside the child.
+ *   Every checkpoint carries a DIGESTS section: each allocation's content
+ *   digest when it was copied (VGPU_CKPT_DIGEST below), computed on the GPU
+ *   for device memory. An incremental checkpoint stores an allocation's
+ *   bytes only when its digest now differs from the parent's record of the
+ *   same address and size; otherwise its ALLOC_DATA refers to the parent.
  *
  * Compatibility: a reader refuses another magic, another version, unknown
  *   header or section flags, unknown compression, non-zero reserved fields;
@@ -115,6 +122,8 @@ enum {
 	VGPU_CKPT_SEC_HANDLES,		/* struct vgpu_ckpt_handle records */
 	VGPU_CKPT_SEC_VA,		/* struct vgpu_ckpt_va records: windows */
 	VGPU_CKPT_SEC_CLIENT,		/* one struct vgpu_ckpt_client */
+	VGPU_CKPT_SEC_DIGESTS,		/* struct vgpu_ckpt_digest records */
+	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -235,6 +244,26 @@ struct vgpu_ckpt_va {
 	uint64_t granularity;
 };
 
+/*
+ * Content digest of an allocation (VGPU_CKPT_DIGEST 1): its bytes as
+ * little-endian 64-bit words w[i] (the last one zero-padded), and
+ *   a = sum over i of fmix_a(w[i] ^ (i * 0x9e3779b97f4a7c15 + 0x632be59bd9b4e019))
+ *   b = sum over i of fmix_b(rotl(w[i], 29) ^ (i * 0xd6e8feb86659fd93 + 0xa0761d6478bd642f))
+ * modulo 2^64, fmix_a the splitmix64 finalizer, fmix_b murmur3's fmix64
+ * (common/content_digest.h). Sums of position-keyed bijections: any change
+ * of the bytes changes (a, b) but with a chance of about 2^-128, and the
+ * sums split among GPU threads in any order.
+ */
+#define VGPU_CKPT_DIGEST	1u
+
+struct vgpu_ckpt_digest {
+	uint64_t data_id;	/* the allocation's ALLOC_DATA id (its address) */
+	uint64_t size;
+	uint64_t a, b;
+	uint32_t kind;		/* VGPU_CKPT_DIGEST; records of other kinds are ignored */
+	uint32_t reserved;
+};
+
 /* Who the session was: only that process may take it up again. */
 struct vgpu_ckpt_client {
 	uint32_t pid;		/* as SO_PEERCRED saw it */
@@ -258,5 +287,6 @@ _Static_assert(sizeof(struct vgpu_ckpt_event) == 24, "event record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_digest) == 40, "digest record layout");
 
 #endif

@@ -22,7 +22,7 @@
  *               struct vgpu_ctl_session each
  *   CHECKPOINT  session (required); argument: the file's absolute path,
  *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
- *               VGPU_CTL_F_STOP.
+ *               VGPU_CTL_F_STOP, VGPU_CTL_F_INCREMENTAL.
  *               The daemon drains the session's GPU work and copies its
  *               state into host memory prepared beforehand (the program
  *               waits only for that), writes the file afterwards, and
@@ -54,7 +54,7 @@
 #include <string.h>
 
 #define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
-#define VGPU_CTL_VERSION	2u
+#define VGPU_CTL_VERSION	3u
 #define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
 #define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
@@ -70,6 +70,11 @@ enum vgpu_ctl_op {
 #define VGPU_CTL_F_STOP		(1u << 2)	/* CHECKPOINT: end the session once the
 						 * file is written; its program waits
 						 * for a RESTORE of it (over memfd) */
+#define VGPU_CTL_F_INCREMENTAL	(1u << 3)	/* CHECKPOINT: allocations unchanged since
+						 * the session's last checkpoint (the
+						 * parent) are not written again; with
+						 * no usable parent, a full one and a
+						 * note in the reply's message */
 #define VGPU_CTL_F_DIRECT	(1u << 1)	/* CHECKPOINT: straight to the file (no
 						 * snapshot in host memory; the program
 						 * waits for the disk) */
@@ -129,8 +134,8 @@ static inline const char *vgpu_ctl_path_for(const char *sock, char *buf, size_t 
 }
 
 struct vgpu_ctl_checkpoint {
-	uint64_t device_bytes;	/* device memory written */
-	uint64_t host_bytes;	/* pinned host memory written */
+	uint64_t device_bytes;	/* device memory of the session's state */
+	uint64_t host_bytes;	/* pinned host memory of it */
 	uint64_t file_bytes;	/* the file's size */
 	uint64_t stall_ns;	/* the program waited this long */
 	uint32_t allocations;
@@ -141,10 +146,14 @@ struct vgpu_ctl_checkpoint {
 	uint64_t paused_at_ns;	/* MIGRATE: CLOCK_MONOTONIC when the program's
 				 * calls stopped being served (its wait is from
 				 * there to the answer); else 0 */
+	uint64_t parent_bytes;	/* of device_bytes + host_bytes: unchanged, so
+				 * only referred to in the parent */
+	uint32_t parent_allocations;	/* allocations referred to in the parent */
+	uint32_t incremental;	/* 1: the file has a parent */
 };
 
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
-_Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 64, "checkpoint record layout");
+_Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 80, "checkpoint record layout");
 _Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
 _Static_assert(sizeof(struct vgpu_ctl_session) == 80, "session record layout");
 

@@ -23,6 +23,12 @@
  *                          FILE exists (the runner checkpoints meanwhile),
  *                          then checks every buffer kept its value and that
  *                          the session still computes: exit 0.
+ *   client phases DIR      the buffers of state; "phase 1" and their lines,
+ *                          then waits for DIR/go1; changes one word of the
+ *                          3 MiB buffer, prints "phase 2", waits for DIR/go2;
+ *                          then checks every buffer holds what it should
+ *                          ("phases: kept", exit 0). The incremental
+ *                          checkpoint test.
  */
 #include <unistd.h>
 
@@ -156,6 +162,65 @@ static int state(const char *go)
 	return bad ? 1 : 0;
 }
 
+static void wait_for(const char *dir, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	while (access(path, F_OK))
+		usleep(20000);
+}
+
+static int phases(const char *dir)
+{
+	static const size_t sizes[] = { 1024, 100 * 1024, 3 * MiB + 4, 64 * MiB };
+	const int nb = sizeof(sizes) / sizeof(sizes[0]);
+	const size_t poked = 123457;	/* a word of buffer 2 */
+	unsigned *d[4], *pin, *back, v = 0xabcdef01u;
+	int bad = 0;
+
+	CHECK(cudaMallocHost(&pin, MiB));
+	memset(pin, 0x77, MiB);
+	for (int i = 0; i < nb; i++) {
+		size_t n = sizes[i] / 4;
+
+		CHECK(cudaMalloc(&d[i], sizes[i]));
+		vgpu_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>(d[i], 0x11111111u * (i + 1), n);
+	}
+	CHECK(cudaDeviceSynchronize());
+	printf("phase 1\n");
+	for (int i = 0; i < nb; i++)
+		printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)d[i], sizes[i] / 4 * 4,
+		       0x11111111u * (i + 1));
+	fflush(stdout);
+	wait_for(dir, "go1");
+	CHECK(cudaMemcpy(d[2] + poked, &v, 4, cudaMemcpyHostToDevice));
+	printf("phase 2\n");
+	fflush(stdout);
+	wait_for(dir, "go2");
+	back = (unsigned *)malloc(64 * MiB);
+	for (int i = 0; i < nb && back; i++) {
+		size_t n = sizes[i] / 4;
+
+		CHECK(cudaMemcpy(back, d[i], n * 4, cudaMemcpyDeviceToHost));
+		for (size_t k = 0; k < n; k++)
+			if (back[k] != (i == 2 && k == poked ? v : 0x11111111u * (i + 1))) {
+				printf("buffer %d wrong at word %zu: %#x\n", i, k, back[k]);
+				bad++;
+				break;
+			}
+	}
+	for (size_t k = 0; k < MiB / 4; k++)
+		if (pin[k] != 0x77777777u) {
+			printf("pinned buffer changed at word %zu\n", k);
+			bad++;
+			break;
+		}
+	free(back);
+	printf("phases: %s\n", bad ? "FAILED" : "kept");
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "state"))
@@ -168,7 +233,9 @@ int main(int argc, char **argv)
 		return poke();
 	if (argc >= 3 && !strcmp(argv[1], "hold"))
 		return hold(atof(argv[2]));
-	fprintf(stderr, "usage: %s loop [SECONDS] | probe | hold SECONDS | poke | state FILE\n",
-		argv[0]);
+	if (argc >= 3 && !strcmp(argv[1], "phases"))
+		return phases(argv[2]);
+	fprintf(stderr, "usage: %s loop [SECONDS] | probe | hold SECONDS | poke | state FILE | "
+		"phases DIR\n", argv[0]);
 	return 2;
 }

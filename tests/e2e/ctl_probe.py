@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 2, 1, 2, 3, 4
+MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 3, 1, 2, 3, 4
 
 
 def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
@@ -48,7 +48,7 @@ def main():
         ("path without its NUL", req(arg=b"/tmp/x", **ck), -errno.EINVAL, "NUL-terminated"),
         ("path with two NULs", req(arg=b"/tmp\0x\0", **ck), -errno.EINVAL, "NUL-terminated"),
         ("relative path", req(arg=b"x.vgc\0", **ck), -errno.EINVAL, "absolute"),
-        ("checkpoint flag unknown", req(flags=8, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
+        ("checkpoint flag unknown", req(flags=16, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
          "unknown flags"),
         ("checkpoint of no session", req(op=CHECKPOINT, session=987654321, arg=b"/tmp/x\0"),
          -errno.ENOENT, "no session 987654321"),
@@ -70,7 +70,8 @@ def main():
         ("restore of a file that is no checkpoint", req(op=RESTORE, arg=b"/etc/passwd\0"),
          -errno.ENOEXEC, "not a vgpu checkpoint"),
         ("bad magic", req(magic=0x12345678), -errno.EINVAL, "bad magic"),
-        ("version 3", req(version=3), -errno.EPROTONOSUPPORT, "version"),
+        ("version 4", req(version=4), -errno.EPROTONOSUPPORT, "version"),
+        ("version 2", req(version=2), -errno.EPROTONOSUPPORT, "version"),
         ("unknown flags", req(flags=1), -errno.EINVAL, "flags"),
         ("reserved byte", req(reserved=bytes(35) + b"\1"), -errno.EINVAL, "reserved"),
         ("unknown operation", req(op=99), -errno.EOPNOTSUPP, "unknown operation"),

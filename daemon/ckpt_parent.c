@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+#include "ckpt_parent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A record table of the parent: n records of @size, or none. */
+static int records(struct ckpt_parent *p, uint32_t type, size_t size, void **rec, size_t *n,
+		   char *why, size_t why_len)
+{
+	int i = vgpu_ckpt_find(p->r, type, 0);
+	size_t len;
+	int ret;
+
+	*rec = NULL;
+	*n = 0;
+	if (i < 0)
+		return 0;
+	ret = vgpu_ckpt_read_whole(p->r, (unsigned)i, 256u << 20, rec, &len);
+	if (ret) {
+		snprintf(why, why_len, "%s", vgpu_ckpt_reader_error(p->r));
+		return ret;
+	}
+	*n = vgpu_ckpt_section_at(p->r, (unsigned)i)->aux;
+	if (*n > len / size) {
+		snprintf(why, why_len, "%s: a record table overruns its section", p->path);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Whether writing @child would replace a file of the chain. */
+static const char *replaces(const struct ckpt_parent *p, const char *child)
+{
+	struct stat c, f;
+
+	if (stat(child, &c))
+		return NULL;	/* a new file */
+	for (const struct vgpu_ckpt_reader *r = p->r; r; r = vgpu_ckpt_parent(r))
+		if (!fstat(vgpu_ckpt_reader_fd(r), &f) && f.st_dev == c.st_dev &&
+		    f.st_ino == c.st_ino)
+			return r == p->r ? "the parent itself" : "one of the parent's own parents";
+	return NULL;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	const struct vgpu_ckpt_digest *x = a, *y = b;
+
+	return x->data_id < y->data_id ? -1 : x->data_id > y->data_id;
+}
+
+int ckpt_parent_open(struct ckpt_parent *p, const char *path, uint64_t session,
+		     const char *child, char *why, size_t why_len)
+{
+	char err[VGPU_CKPT_MSG];
+	const char *what;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	ret = vgpu_ckpt_open_chain(&p->r, path, NULL, 0, err);
+	if (ret) {
+		snprintf(why, why_len, "%s", err);
+		return ret;
+	}
+	if (vgpu_ckpt_header(p->r)->session_id != session) {
+		snprintf(why, why_len, "%s is a checkpoint of session %llu", path,
+			 (unsigned long long)vgpu_ckpt_header(p->r)->session_id);
+		ret = -EXDEV;
+	} else if ((what = replaces(p, child))) {
+		snprintf(why, why_len, "%s is %s: an incremental checkpoint needs it", child, what);
+		ret = -EEXIST;
+	} else {
+		ret = records(p, VGPU_CKPT_SEC_DIGESTS, sizeof(*p->dg), (void **)&p->dg, &p->ndg,
+			      why, why_len);
+		if (!ret)
+			ret = records(p, VGPU_CKPT_SEC_MODULES, sizeof(*p->mod), (void **)&p->mod,
+				      &p->nmod, why, why_len);
+	}
+	if (ret) {
+		ckpt_parent_close(p);
+		return ret;
+	}
+	qsort(p->dg, p->ndg, sizeof(*p->dg), by_id);
+	return 0;
+}
+
+void ckpt_parent_close(struct ckpt_parent *p)
+{
+	vgpu_ckpt_reader_close(p->r);
+	free(p->dg);
+	free(p->mod);
+	memset(p, 0, sizeof(*p));
+}
+
+bool ckpt_parent_has_alloc(const struct ckpt_parent *p, uint64_t data_id, uint64_t size,
+			   const struct content_digest *d)
+{
+	struct vgpu_ckpt_digest key = { .data_id = data_id };
+	const struct vgpu_ckpt_digest *g;
+
+	if (!p->r || !(g = bsearch(&key, p->dg, p->ndg, sizeof(*p->dg), by_id)))
+		return false;
+	return g->kind == VGPU_CKPT_DIGEST && g->size == size && g->a == d->a && g->b == d->b &&
+	       vgpu_ckpt_find(p->r, VGPU_CKPT_SEC_ALLOC_DATA, data_id) >= 0;
+}
+
+bool ckpt_parent_has_module(const struct ckpt_parent *p, uint64_t handle, const uint8_t hash[32])
+{
+	if (!p->r)
+		return false;
+	for (size_t i = 0; i < p->nmod; i++)
+		if (p->mod[i].handle == handle)
+			return p->mod[i].image_id == handle && !memcmp(p->mod[i].hash, hash, 32) &&
+			       vgpu_ckpt_find(p->r, VGPU_CKPT_SEC_MODULE_IMAGE,
+					      p->mod[i].image_id) >= 0;
+	return false;
+}
