@@ -117,6 +117,7 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 			return "the path must be absolute";
 		break;
 	case VGPU_CTL_RESTORE:
+		allowed = VGPU_CTL_F_GPU;
 		if (q->session)
 			return "restore takes no session: the file names it";
 		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)
@@ -125,6 +126,7 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 			return "the path must be absolute";
 		break;
 	case VGPU_CTL_MIGRATE:
+		allowed = VGPU_CTL_F_GPU;
 		if (!q->session)
 			return "migrate needs a session";
 		if (q->arg_len)
@@ -136,6 +138,10 @@ static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
 	}
 	if (q->flags & ~allowed)
 		return "unknown flags";
+	if (q->gpu && !(q->flags & VGPU_CTL_F_GPU))
+		return "a GPU index without the GPU flag";
+	if (q->gpu >= 64)
+		return "GPU index out of range";
 	return NULL;
 }
 
@@ -186,7 +192,9 @@ void admin_done(int slot, ssize_t res)
 		char because[112];
 
 		if (q->op == VGPU_CTL_RESTORE) {
-			err = ad.ops->restore((const char *)(q + 1), because, sizeof(because));
+			err = ad.ops->restore((const char *)(q + 1),
+					      q->flags & VGPU_CTL_F_GPU ? (int)q->gpu : -1,
+					      because, sizeof(because));
 			if (!err) {
 				struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC,
 							    .version = VGPU_CTL_VERSION };
@@ -200,7 +208,9 @@ void admin_done(int slot, ssize_t res)
 			return;
 		}
 		if (q->op == VGPU_CTL_MIGRATE)
-			err = ad.ops->migrate(slot, q->session, because, sizeof(because));
+			err = ad.ops->migrate(slot, q->session,
+					      q->flags & VGPU_CTL_F_GPU ? (int)q->gpu : -1,
+					      because, sizeof(because));
 		else
 			err = ad.ops->checkpoint(slot, q->session, q->flags, (const char *)(q + 1),
 						 because, sizeof(because));

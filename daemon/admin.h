@@ -24,11 +24,12 @@ struct admin_ops {
 	 * through admin_checkpointed(slot). Else -errno, and why in @why. */
 	int (*checkpoint)(int slot, uint64_t id, uint32_t flags, const char *path,
 			  char *why, size_t len);
-	/* Orders session @id's move to another worker, answered the same way. */
-	int (*migrate)(int slot, uint64_t id, char *why, size_t len);
-	/* Registers the suspended session in @path: 0 (answered at once) or
-	 * -errno and why. */
-	int (*restore)(const char *path, char *why, size_t len);
+	/* Orders session @id's move to another worker (onto GPU @gpu; -1:
+	 * its own), answered the same way. */
+	int (*migrate)(int slot, uint64_t id, int gpu, char *why, size_t len);
+	/* Registers the suspended session in @path (to come back on GPU @gpu;
+	 * -1: GPU 0): 0 (answered at once) or -errno and why. */
+	int (*restore)(const char *path, int gpu, char *why, size_t len);
 };
 
 void admin_init(const struct admin_ops *ops);

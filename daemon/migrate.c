@@ -664,7 +664,7 @@ static int take_ring(struct worker *w, const struct migrate_state *st, const int
  * out as @layout says. 0, or -errno and why in a->message.
  */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
-		   const char *path, struct ckpt_answer *a)
+		   const char *path, int onto, struct ckpt_answer *a)
 {
 	struct rebuild b = { .w = w, .why = a->message, .why_len = sizeof(a->message) };
 	struct migrate_state st = { .wl = *layout };
@@ -681,6 +681,12 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 	if (fds[4] >= 0)
 		worker_print_to(w, fds[4]);
 	w->wl = wl;
+	ret = worker_place(w, onto);
+	if (ret) {
+		snprintf(a->message, sizeof(a->message), "no GPU %d here: this worker sees %d",
+			 onto, w->device_count);
+		goto out;
+	}
 	ret = waiter_start(w);
 	if (!ret && (ret = take_ring(w, &st, fds)))
 		snprintf(a->message, sizeof(a->message), "the session's rings cannot be mapped");
@@ -768,7 +774,7 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 		a.status = -EINVAL;
 		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
 	} else {
-		worker_take_up(w, &h->st.wl, fds, h->path, &a);
+		worker_take_up(w, &h->st.wl, fds, h->path, h->gpu, &a);
 	}
 	say(w, &a);
 	if (a.status)
@@ -815,7 +821,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	take[2] = fds[1];
 	take[3] = fds[2];
 	take[4] = nfds > 3 ? fds[3] : -1;
-	ret = worker_take_up(w, &wl, take, rep->path, &a);
+	ret = worker_take_up(w, &wl, take, rep->path, rep->gpu, &a);
 	if (ret) {
 		worker_refuse(w->sock, -ret, a.message);
 		free(rep);

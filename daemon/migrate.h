@@ -47,7 +47,7 @@ struct worker_handoff {
 	uint64_t session_id;
 	uint32_t uid, pid;
 	uint32_t type;			/* HANDOFF_* */
-	uint32_t pad;
+	int32_t gpu;			/* RESUME: onto this GPU; -1: GPU 0 */
 	struct migrate_state st;	/* RESUME */
 	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint */
 };
@@ -56,6 +56,8 @@ struct worker_handoff {
 struct resume_reply {
 	int32_t status;			/* 0, -ENOENT (none), -EPERM (not yours) */
 	uint32_t consume;		/* remove the file once the session is up */
+	int32_t gpu;			/* onto this GPU; -1: GPU 0 */
+	uint32_t pad;
 	char path[VGPU_CTL_MAX_ARG];
 };
 
@@ -89,7 +91,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
  * suspended client coming back), serving the rings in @fds: socket, region,
  * doorbell, pool, the client's stdout (or -1). 0, or -errno, why in a. */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
-		   const char *path, struct ckpt_answer *a);
+		   const char *path, int gpu, struct ckpt_answer *a);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);

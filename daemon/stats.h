@@ -17,7 +17,8 @@ struct worker_stats {
 	char carrier[8];		/* "memfd" or "kmod" */
 	uint32_t order_pending;		/* supervisor: an order waits on the
 					 * control socket; the worker clears it */
-	uint32_t pad32;
+	uint16_t gpu;			/* the GPU its session's device 0 is on */
+	uint16_t gpus;			/* the GPUs the worker sees */
 	uint64_t state_done;		/* bytes of the session's state the
 					 * checkpoint, move or take-up under
 					 * way has copied ... */

@@ -53,6 +53,7 @@ struct wslot {
 	char *ordered;		/* the checkpoint it is writing for vgpuctl */
 	char *last_ckpt;	/* its session's last checkpoint file (the
 				 * parent of an incremental one), or NULL */
+	int move_gpu;		/* the GPU a move it was ordered goes to, or -1 */
 	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
@@ -73,6 +74,7 @@ struct suspended {
 	uint64_t session;
 	uint32_t pid, uid;
 	bool consume;		/* the daemon's own file (--restore DIR): removed once used */
+	int gpu;		/* vgpuctl restore --gpu N, or -1 */
 	char path[VGPU_CTL_MAX_ARG];
 };
 
@@ -96,6 +98,7 @@ static struct {
 	int ctl_fd;		/* the control socket, -1 if none */
 	struct suspended *susp;	/* sessions waiting to be taken up (--restore) */
 	size_t nsusp;
+	int gpus;			/* the GPUs a worker sees (from the first ready) */
 	unsigned int draining;	/* suspensions still to be answered */
 	struct __kernel_timespec drain_ts;
 	struct worker_stats *stats;	/* one slot per worker, shared with it */
@@ -157,12 +160,16 @@ static void worker_child(int ctl, int slot)
 		(void)!write(ctl, &ready, 1);
 		_exit(2);
 	}
+	if (sv.stats)	/* before "ready": the supervisor reads it then */
+		sv.stats[slot].gpus = (uint16_t)w.device_count;
 	if (write(ctl, &ready, 1) != 1)
 		_exit(1);
 	ret = vgpu_recv_fds(ctl, &h, sizeof(h), fds, &nfds);
 	if (ret != sizeof(h) || nfds < 1)
 		_exit(0);	/* the daemon is stopping */
 	w.stats = sv.stats ? &sv.stats[slot] : NULL;
+	if (w.stats)
+		w.stats->gpu = 0;
 	w.client_pid = h.pid;
 	w.client_uid = h.uid;
 	if (h.type == HANDOFF_RESUME)
@@ -461,7 +468,7 @@ static void start_drain(void)
 }
 
 static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const char *path,
-			  bool consume)
+			  bool consume, int gpu)
 {
 	struct suspended *n = realloc(sv.susp, (sv.nsusp + 1) * sizeof(*n));
 
@@ -469,7 +476,8 @@ static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const ch
 		return;
 	sv.susp = n;
 	n = &sv.susp[sv.nsusp++];
-	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid, .consume = consume };
+	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid, .consume = consume,
+				 .gpu = gpu };
 	snprintf(n->path, sizeof(n->path), "%s", path);
 	if (session > sv.next_session)
 		sv.next_session = session;	/* new sessions get other numbers */
@@ -479,7 +487,17 @@ static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const ch
  * A suspended session's file, checked whole (every checksum), registered so
  * that its own program may take it up. 0, or -errno and why.
  */
-static int register_suspended(const char *path, bool consume, char *why, size_t len)
+/* gpu: an index the workers see, or -1; else -ENODEV and why. */
+static int check_gpu(int gpu, char *why, size_t len)
+{
+	if (gpu >= 0 && gpu >= sv.gpus) {
+		snprintf(why, len, "no GPU %d: vgpud's workers see %d", gpu, sv.gpus);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static int register_suspended(const char *path, bool consume, int gpu, char *why, size_t len)
 {
 	struct vgpu_ckpt_reader *r;
 	struct vgpu_ckpt_client who;
@@ -512,7 +530,7 @@ static int register_suspended(const char *path, bool consume, char *why, size_t 
 			snprintf(why, len, "session %llu is running", (unsigned long long)id);
 			return -EBUSY;
 		}
-	add_suspended(id, who.pid, who.uid, path, consume);
+	add_suspended(id, who.pid, who.uid, path, consume, gpu);
 	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)id, who.pid,
 		  path);
 	return 0;
@@ -535,15 +553,17 @@ static void load_suspended(const char *dir)
 		    strstr(e->d_name, ".tmp."))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (register_suspended(path, true, why, sizeof(why)))
+		if (register_suspended(path, true, -1, why, sizeof(why)))
 			vlog_warn("--restore: %s: %s", path, why);
 	}
 	closedir(d);
 }
 
-static int order_restore(const char *path, char *why, size_t len)
+static int order_restore(const char *path, int gpu, char *why, size_t len)
 {
-	return register_suspended(path, false, why, len);
+	int ret = check_gpu(gpu, why, len);
+
+	return ret ? ret : register_suspended(path, false, gpu, why, len);
 }
 
 /* A worker's client wants to take up a suspended session. */
@@ -568,6 +588,7 @@ static void on_resume_request(int i)
 		}
 		rep.status = 0;
 		rep.consume = s->consume;
+		rep.gpu = s->gpu;
 		snprintf(rep.path, sizeof(rep.path), "%s", s->path);
 		free(ws->last_ckpt);	/* a file removed once used is no parent */
 		ws->last_ckpt = s->consume ? NULL : strdup(s->path);
@@ -632,6 +653,8 @@ static void on_migrating(int i)
 	h.uid = ws->client_uid;
 	h.pid = ws->client_pid;
 	h.type = HANDOFF_RESUME;
+	/* Onto the GPU ordered, else the one the session is on. */
+	h.gpu = ws->move_gpu >= 0 ? ws->move_gpu : sv.stats ? sv.stats[i].gpu : -1;
 	snprintf(h.path, sizeof(h.path), "%s", ws->migrate_path);
 	n = vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, MIGRATE_FDS);
 	for (int k = 0; k < MIGRATE_FDS; k++)
@@ -657,6 +680,8 @@ static void on_worker_msg(int i, int res)
 
 	if (res == 1 && ws->msg.type == WMSG_READY && ws->state == W_STARTING) {
 		ws->state = W_IDLE;
+		if (sv.stats)
+			sv.gpus = sv.stats[i].gpus;
 		arm_worker(i);	/* hang-up on this socket is how it ends */
 		drain_pending();
 		return;
@@ -809,6 +834,7 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 			r->pool_bytes = __atomic_load_n(&st->pool_bytes, __ATOMIC_RELAXED);
 			r->state_done = __atomic_load_n(&st->state_done, __ATOMIC_RELAXED);
 			r->state_total = __atomic_load_n(&st->state_total, __ATOMIC_RELAXED);
+			r->gpu = __atomic_load_n(&st->gpu, __ATOMIC_RELAXED);
 			memcpy(r->comm, st->comm, sizeof(r->comm));
 			memcpy(r->carrier, st->carrier, sizeof(r->carrier));
 			r->comm[sizeof(r->comm) - 1] = 0;
@@ -862,10 +888,14 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 	return -ENOENT;
 }
 
-static int order_migrate(int slot, uint64_t id, char *why, size_t len)
+static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
 {
 	struct ckpt_order o = { .type = WORDER_MIGRATE };
 	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	int ret = check_gpu(gpu, why, len);
+
+	if (ret)
+		return ret;
 
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
@@ -896,8 +926,12 @@ static int order_migrate(int slot, uint64_t id, char *why, size_t len)
 			return -EIO;
 		}
 		ws->admin_slot = slot;
+		ws->move_gpu = gpu;
 		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
-		vlog_info("session %llu: move ordered", (unsigned long long)id);
+		if (gpu >= 0)
+			vlog_info("session %llu: move to GPU %d ordered", (unsigned long long)id, gpu);
+		else
+			vlog_info("session %llu: move ordered", (unsigned long long)id);
 		return 0;
 	}
 	snprintf(why, len, "no session %llu", (unsigned long long)id);

@@ -184,6 +184,27 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	return 0;
 }
 
+int worker_place(struct worker *w, int gpu)
+{
+	CUdevice dev[VGPU_MAX_DEVICES];
+	CUcontext ctx[VGPU_MAX_DEVICES];
+	int n = w->device_count;
+
+	if (gpu < 0)
+		return 0;
+	if (gpu >= n)
+		return -ENODEV;
+	for (int k = 0; k < n; k++) {
+		dev[k] = w->devices[(k + gpu) % n];
+		ctx[k] = w->primary[(k + gpu) % n];
+	}
+	memcpy(w->devices, dev, n * sizeof(dev[0]));
+	memcpy(w->primary, ctx, n * sizeof(ctx[0]));
+	if (w->stats)
+		w->stats->gpu = (uint16_t)gpu;
+	return w->B.cuCtxSetCurrent(w->primary[0]) ? -EIO : 0;
+}
+
 void worker_refuse(int sock, int err, const char *why)
 {
 	struct vgpu_welcome wl = {

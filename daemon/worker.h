@@ -130,6 +130,11 @@ int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
 
 /* worker.c */
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);
+/*
+ * Before a session is taken up: its device 0 on GPU @gpu, the GPUs after
+ * it in order as its devices 1, 2, ... (-1: as they are). 0, or -ENODEV.
+ */
+int worker_place(struct worker *w, int gpu);
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id);
 /* Serves the session's ring until the client goes or the session moves. */
 int worker_loop(struct worker *w);

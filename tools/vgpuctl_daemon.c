@@ -136,14 +136,15 @@ static void print_session(const struct vgpu_ctl_session *s, int json, int n)
 		printf(", \"state\": \"%s\", \"carrier\": ", state_name(s->state));
 		vgpuctl_json_str(stdout, s->carrier);
 		printf(", \"device_bytes\": %" PRIu64 ", \"pool_bytes\": %" PRIu64
-		       ", \"worker_pid\": %u}", s->device_bytes, s->pool_bytes, s->worker_pid);
+		       ", \"worker_pid\": %u, \"gpu\": %u}", s->device_bytes, s->pool_bytes,
+		       s->worker_pid, s->gpu);
 		return;
 	}
 	if (n <= 0)
-		printf("%-8s %-8s %-6s %-16s %-8s %-7s %9s %9s %-8s\n", "ID", "PID", "UID",
-		       "COMMAND", "STATE", "CARRIER", "DEV-MEM", "POOL", "WORKER");
-	printf("%-8" PRIu64 " %-8u %-6u %-16s %-8s %-7s %9s %9s %-8u\n", s->id, s->pid, s->uid,
-	       s->comm, state_name(s->state), s->carrier,
+		printf("%-8s %-8s %-6s %-16s %-8s %-7s %-3s %9s %9s %-8s\n", "ID", "PID", "UID",
+		       "COMMAND", "STATE", "CARRIER", "GPU", "DEV-MEM", "POOL", "WORKER");
+	printf("%-8" PRIu64 " %-8u %-6u %-16s %-8s %-7s %-3u %9s %9s %-8u\n", s->id, s->pid,
+	       s->uid, s->comm, state_name(s->state), s->carrier, s->gpu,
 	       vgpuctl_size(s->device_bytes, dev, sizeof(dev)),
 	       vgpuctl_size(s->pool_bytes, pool, sizeof(pool)), s->worker_pid);
 }
@@ -180,6 +181,21 @@ int vgpuctl_daemon_sessions(const char *path, uint64_t id, int json)
 		printf(id ? "\n" : "%s]\n", got ? "\n" : "");
 	else if (!got)
 		printf("no sessions\n");
+	return 0;
+}
+
+/* --gpu N: 0 and the request names GPU N, or -1 (said why). */
+static int gpu_arg(const char *s, struct vgpu_ctl_req *q)
+{
+	char *end;
+	unsigned long n = strtoul(s, &end, 10);
+
+	if (!*s || *end || *s == '-' || n >= 64) {
+		fprintf(stderr, "vgpuctl: '%s' is not a GPU index\n", s);
+		return -1;
+	}
+	q->flags |= VGPU_CTL_F_GPU;
+	q->gpu = (uint32_t)n;
 	return 0;
 }
 
@@ -236,13 +252,19 @@ int vgpuctl_migrate(int argc, char **argv)
 	struct vgpuctl_ctl_args a = { 0 };
 	struct vgpu_ctl_checkpoint res;
 	struct timespec t0, t1;
-	char buf[108], dev[16], subject[48];
+	char buf[108], dev[16], subject[48], gpu_note[24] = "";
 	const char *id, *path;
 	uint64_t downtime;
 
-	for (int i = 1; i < argc; i++)
-		if (!vgpuctl_ctl_arg(argc, argv, &i, &a))
+	for (int i = 1; i < argc; i++) {
+		if (vgpuctl_ctl_arg(argc, argv, &i, &a))
+			continue;
+		if (strcmp(argv[i], "--gpu") || i + 1 == argc)
 			return vgpuctl_usage(argv[0]);
+		if (gpu_arg(argv[++i], &q))
+			return VGPUCTL_USAGE;
+		snprintf(gpu_note, sizeof(gpu_note), " on GPU %u", q.gpu);
+	}
 	id = a.id;
 	if (!id)
 		return vgpuctl_usage(argv[0]);
@@ -270,8 +292,8 @@ int vgpuctl_migrate(int argc, char **argv)
 		       PRIu64 ", \"restore_ns\": %" PRIu64 ", \"downtime_ns\": %" PRIu64 "}\n",
 		       q.session, res.device_bytes, res.host_bytes, res.stall_ns, downtime);
 	else
-		printf("session %" PRIu64 " moved to a new worker: %s of device memory rebuilt in "
-		       "%.3f s; the program waited %.3f s\n", q.session,
+		printf("session %" PRIu64 " moved to a new worker%s: %s of device memory rebuilt in "
+		       "%.3f s; the program waited %.3f s\n", q.session, gpu_note,
 		       vgpuctl_size(res.device_bytes, dev, sizeof(dev)), res.stall_ns / 1e9,
 		       downtime / 1e9);
 	return VGPUCTL_OK;
@@ -289,9 +311,14 @@ int vgpuctl_restore(int argc, char **argv)
 	char buf[108], *file;
 	size_t len;
 
-	for (int i = 1; i < argc; i++)
-		if (!vgpuctl_ctl_arg(argc, argv, &i, &a))
+	for (int i = 1; i < argc; i++) {
+		if (vgpuctl_ctl_arg(argc, argv, &i, &a))
+			continue;
+		if (strcmp(argv[i], "--gpu") || i + 1 == argc)
 			return vgpuctl_usage(argv[0]);
+		if (gpu_arg(argv[++i], &m.q))
+			return VGPUCTL_USAGE;
+	}
 	if (!a.id)
 		return vgpuctl_usage(argv[0]);
 	file = realpath(a.id, NULL);
@@ -311,7 +338,11 @@ int vgpuctl_restore(int argc, char **argv)
 	/* The daemon checks the whole file first: no time limit. */
 	if (ask_and_wait(path, &m, sizeof(m.q) + len, NULL, "restore", m.path, false, NULL))
 		return VGPUCTL_FAIL;
-	printf("%s: its session comes back when its program reconnects\n", m.path);
+	if (m.q.flags & VGPU_CTL_F_GPU)
+		printf("%s: its session comes back on GPU %u when its program reconnects\n",
+		       m.path, m.q.gpu);
+	else
+		printf("%s: its session comes back when its program reconnects\n", m.path);
 	return VGPUCTL_OK;
 }
 

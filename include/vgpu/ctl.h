@@ -31,15 +31,16 @@
  *               spare, or with DIRECT, the state goes straight to the file
  *               while the program waits. The daemon writes as itself: the
  *               control socket's mode decides who may ask.
- *   MIGRATE     session (required); no argument, no flags. The session moves
- *               to another worker, its state rebuilt there at the same
+ *   MIGRATE     session (required); no argument; flag VGPU_CTL_F_GPU (to
+ *               another GPU; refused when the machine has no such GPU or
+ *               it is another model). The session moves to another worker, its state rebuilt there at the same
  *               addresses under the same handles; the program's calls wait
  *               meanwhile and it notices nothing else. One
  *               struct vgpu_ctl_checkpoint record: stall_ns is the time the
  *               program waited. If the move fails, the session stays where
  *               it was and the error says why.
  *   RESTORE     argument: a checkpoint file's absolute path, NUL-terminated;
- *               session 0, no flags. The file is checked whole (every
+ *               session 0; flag VGPU_CTL_F_GPU. The file is checked whole (every
  *               checksum, this GPU and driver) and its session is then
  *               waiting to be taken up: when the program it names (pid and
  *               uid) reconnects as a suspended client, a fresh worker
@@ -75,6 +76,11 @@ enum vgpu_ctl_op {
 						 * parent) are not written again; with
 						 * no usable parent, a full one and a
 						 * note in the reply's message */
+#define VGPU_CTL_F_GPU		(1u << 4)	/* MIGRATE, RESTORE: onto GPU req.gpu
+						 * (the session's device 0 there, its
+						 * others after it in order); without
+						 * it: migrate stays on the session's
+						 * GPU, restore uses GPU 0 */
 #define VGPU_CTL_F_DIRECT	(1u << 1)	/* CHECKPOINT: straight to the file (no
 						 * snapshot in host memory; the program
 						 * waits for the disk) */
@@ -86,7 +92,8 @@ struct vgpu_ctl_req {
 	uint32_t flags;		/* VGPU_CTL_F_* the operation allows */
 	uint64_t session;	/* 0: all (SESSIONS) */
 	uint32_t arg_len;	/* bytes of argument after the request */
-	uint8_t reserved[36];
+	uint32_t gpu;		/* VGPU_CTL_F_GPU: the GPU's index; else 0 */
+	uint8_t reserved[32];
 };
 
 struct vgpu_ctl_reply {
@@ -114,6 +121,8 @@ struct vgpu_ctl_session {
 	char carrier[8];	/* "memfd" or "kmod" */
 	uint64_t state_done;	/* a checkpoint or move under way: bytes of the */
 	uint64_t state_total;	/* session's state copied so far, of these */
+	uint32_t gpu;		/* the GPU its device 0 is on */
+	uint32_t reserved;
 };
 
 /*
@@ -155,6 +164,6 @@ struct vgpu_ctl_checkpoint {
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
 _Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 80, "checkpoint record layout");
 _Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
-_Static_assert(sizeof(struct vgpu_ctl_session) == 80, "session record layout");
+_Static_assert(sizeof(struct vgpu_ctl_session) == 88, "session record layout");
 
 #endif

@@ -12,6 +12,12 @@ import struct
 import sys
 
 MAGIC, VERSION, SESSIONS, CHECKPOINT, MIGRATE, RESTORE = 0x4C544356, 3, 1, 2, 3, 4
+F_GPU = 16
+
+
+def gpu(n):
+    """The request's gpu field and the 32 reserved bytes after it."""
+    return struct.pack("<I", n) + bytes(32)
 
 
 def req(magic=MAGIC, version=VERSION, op=SESSIONS, flags=0, session=0, arg=b"", arg_len=None,
@@ -64,6 +70,16 @@ def main():
         ("restore without a path", req(op=RESTORE), -errno.EINVAL, "NUL-terminated"),
         ("restore of a relative path", req(op=RESTORE, arg=b"x.vgc\0"), -errno.EINVAL, "absolute"),
         ("restore with a flag", req(op=RESTORE, flags=1, arg=b"/tmp/x\0"), -errno.EINVAL,
+         "unknown flags"),
+        ("a GPU index without its flag", req(op=MIGRATE, session=1, reserved=gpu(1)),
+         -errno.EINVAL, "without the GPU flag"),
+        ("GPU index 64", req(op=MIGRATE, session=1, flags=F_GPU, reserved=gpu(64)),
+         -errno.EINVAL, "out of range"),
+        ("migrate to a GPU not there", req(op=MIGRATE, session=1, flags=F_GPU, reserved=gpu(7)),
+         -errno.ENODEV, "no GPU 7"),
+        ("restore onto a GPU not there", req(op=RESTORE, flags=F_GPU, reserved=gpu(7),
+                                             arg=b"/tmp/x\0"), -errno.ENODEV, "no GPU 7"),
+        ("checkpoint with the GPU flag", req(flags=F_GPU, arg=b"/tmp/x\0", **ck), -errno.EINVAL,
          "unknown flags"),
         ("restore of a missing file", req(op=RESTORE, arg=b"/nonexistent/x.vgc\0"), -errno.ENOENT,
          "No such file"),
