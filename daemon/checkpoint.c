@@ -645,7 +645,7 @@ static int flushing;	/* files being written from memory */
 /* Stream mode: the program waits for the whole file. */
 static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
 {
-	worker_checkpoint_file(w, o, a, NULL);
+	worker_checkpoint_file(w, o, a, NULL, NULL);
 	answer(w, o, a);
 	/* --stop: nothing the program does after the file may be lost, so
 	 * the session ends here. Its program waits for `vgpuctl restore` of
@@ -663,7 +663,7 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 }
 
 int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,
-			   struct vgpu_ckpt_writer *wr)
+			   struct vgpu_ckpt_writer *wr, const struct ckpt_landing *land)
 {
 	struct ckpt_run r = { .w = w, .a = a, .digests = o->type != WORDER_MIGRATE };
 	struct ckpt_parent parent = { 0 };
@@ -688,6 +688,8 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	/* Pinned staging makes the device copies DMA; without it they still work. */
 	registered = !w->B.cuMemHostRegister_v2(staging, size, 0);
 	r.sink = ckpt_sink_stream(&w->B, wr, !(o->flags & VGPU_CTL_F_COMPRESS));
+	if (r.sink)
+		ckpt_sink_landing(r.sink, land);
 	if (r.sink)
 		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
@@ -725,15 +727,20 @@ static void *prepare(void *arg)
 	struct ckpt_job *j = arg;
 	struct worker *w = j->w;
 	int state = JOB_NO_BUFFER;
+	char why[160];
 
+	if (!j->cap) {		/* incremental: no buffer, the digest kernel only */
+		if (gpu_digest_prepare(&w->B, w->primary[0], why, sizeof(why)))
+			vlog_warn("session %llu: %s", (unsigned long long)w->session_id, why);
+		__atomic_store_n(&j->state, JOB_READY, __ATOMIC_RELEASE);
+		return NULL;
+	}
 	j->buf = mmap(NULL, j->cap, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
 	if (j->buf == MAP_FAILED) {
 		j->buf = NULL;
 	} else if (!w->B.cuCtxSetCurrent(w->primary[0]) &&
 		   !w->B.cuMemHostRegister_v2(j->buf, j->cap, 0)) {
-		char why[160];
-
 		j->registered = true;
 		state = JOB_READY;
 		/* The digest kernel compiled now, not while the program waits. */
@@ -831,10 +838,11 @@ void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
 		j->a.type = WMSG_CHECKPOINTED;
 		j->t_ordered = vgpu_now_ns();
 		open_parent(w, o, &j->parent, &j->a);
-		/* Incremental: what changed is not known before the pause; the
-		 * buffer takes the first of it, the heap the rest. */
+		/* Incremental: what changed is not known before the pause, and
+		 * often nothing has: no pinned buffer (pinning one takes longer
+		 * than such a checkpoint); what changed goes to the heap. */
 		if (j->parent.r)
-			want = 64ull << 20;
+			want = 0;
 		j->cap = want;
 	}
 	/* Snapshot only with room to spare: else the pages would be swapped. */

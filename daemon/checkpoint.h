@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "vgpu/ckpt.h"
+#include "ckpt_bulk.h"
 #include "vgpu/ctl.h"
 
 struct worker;
@@ -63,7 +64,7 @@ void worker_progress_end(struct worker *w);
  * closed here), or NULL.
  */
 int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,
-			   struct vgpu_ckpt_writer *wr);
+			   struct vgpu_ckpt_writer *wr, const struct ckpt_landing *land);
 /* The writer of o->path, with prealloc bytes of it made ready to land in
  * (vgpu_ckpt_writer_opts); from any thread. 0, or -errno and why in err. */
 int worker_checkpoint_writer(struct worker *w, const struct ckpt_order *o, uint64_t prealloc,

@@ -80,6 +80,7 @@ struct bulk {
 	uint8_t *map;		/* save: the file from map_off, shared; or NULL */
 	uint64_t map_off;
 	size_t map_len;
+	bool landing;		/* map is registered: device bytes go straight in */
 	size_t next;		/* the next piece to take */
 	uint64_t *progress;
 	int err;		/* first failure, -errno */
@@ -159,7 +160,8 @@ static int begin(struct bulk *k, struct ckpt_piece *pc, uint8_t *buf, CUstream s
 		pc->crc = vgpu_crc32c(0, buf, pc->len);
 		rc = B->cuMemcpyHtoDAsync_v2(pc->dev, buf, pc->len, st);
 	} else {
-		rc = B->cuMemcpyDtoHAsync_v2(buf, pc->dev, pc->len, st);
+		rc = B->cuMemcpyDtoHAsync_v2(k->landing ? k->map + (pc->off - k->map_off) : buf,
+					     pc->dev, pc->len, st);
 	}
 	if (!rc)
 		rc = B->cuEventRecordWithFlags(ev, st, 0);
@@ -177,7 +179,9 @@ static int end(struct bulk *k, struct ckpt_piece *pc, uint8_t *buf, CUevent ev)
 	if (rc)
 		return fail(k, -EIO, "copying device memory at %#llx failed (CUDA error %d)",
 			    (unsigned long long)pc->dev, rc);
-	if (k->dir == CKPT_BULK_SAVE) {
+	if (k->dir == CKPT_BULK_SAVE && k->landing) {
+		pc->crc = vgpu_crc32c(0, k->map + (pc->off - k->map_off), pc->len);
+	} else if (k->dir == CKPT_BULK_SAVE) {
 		pc->crc = vgpu_crc32c(0, buf, pc->len);
 		ret = store(k, pc, buf);
 	}
@@ -261,8 +265,20 @@ static void map_file(struct bulk *k)
 	k->map_len = hi - lo;
 }
 
+/* Save: whether the landing holds every piece. */
+static bool lands(const struct ckpt_landing *land, const struct ckpt_pieces *ps)
+{
+	if (!land || !land->map)
+		return false;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].off + ps->p[i].len > land->len)
+			return false;
+	return true;
+}
+
 int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt_bulk_dir dir,
-		  struct ckpt_pieces *ps, uint64_t *progress, char *why, size_t why_len)
+		  struct ckpt_pieces *ps, const struct ckpt_landing *land, uint64_t *progress,
+		  char *why, size_t why_len)
 {
 	struct bulk k = { .B = B, .ctx = ctx, .fd = fd, .dir = dir, .p = ps->p, .n = ps->n,
 			  .progress = progress };
@@ -275,8 +291,13 @@ int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt
 	if (nt > ps->n)
 		nt = (unsigned)ps->n;
 	pthread_mutex_init(&k.lock, NULL);
-	if (dir == CKPT_BULK_SAVE)
+	if (dir == CKPT_BULK_SAVE && lands(land, ps)) {
+		k.map = land->map;
+		k.map_len = land->len;
+		k.landing = true;
+	} else if (dir == CKPT_BULK_SAVE) {
 		map_file(&k);
+	}
 	for (; started < nt; started++)
 		if (pthread_create(&t[started], NULL, mover, &k))
 			break;
@@ -284,7 +305,7 @@ int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt
 		fail(&k, -EAGAIN, "no copy thread could be started");
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
-	if (k.map)
+	if (k.map && !k.landing)
 		munmap(k.map, k.map_len);
 	pthread_mutex_destroy(&k.lock);
 	if (k.err)

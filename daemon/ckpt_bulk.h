@@ -43,6 +43,16 @@ struct ckpt_span {
 
 enum ckpt_bulk_dir { CKPT_BULK_LOAD, CKPT_BULK_SAVE };
 
+/*
+ * Save: the file [0, len) mapped shared at map and registered with the GPU
+ * beforehand (its blocks allocated): device bytes are copied straight into
+ * it, with no bounce through a buffer of the thread's and no write.
+ */
+struct ckpt_landing {
+	uint8_t *map;
+	uint64_t len;
+};
+
 /* Section @section, [dev, dev + len) at offset off of file fd (-1: the one
  * ckpt_bulk_run is given), cut into pieces (which *span names). 0 or -ENOMEM. */
 int ckpt_pieces_add(struct ckpt_pieces *ps, unsigned section, int fd, uint64_t off,
@@ -60,7 +70,8 @@ unsigned ckpt_bulk_threads(void);
  * writable. 0, or -errno and why.
  */
 int ckpt_bulk_run(const struct vgpu_backend *B, CUcontext ctx, int fd, enum ckpt_bulk_dir dir,
-		  struct ckpt_pieces *ps, uint64_t *progress, char *why, size_t why_len);
+		  struct ckpt_pieces *ps, const struct ckpt_landing *land, uint64_t *progress,
+		  char *why, size_t why_len);
 
 /* n more bytes of the state copied (p may be NULL). */
 static inline void ckpt_progress(uint64_t *p, uint64_t n)

@@ -29,6 +29,7 @@ struct ckpt_sink {
 	struct vgpu_ckpt_writer *wr;	/* stream */
 	bool bulk;			/* device sections reserved, then copied in parallel */
 	uint64_t *progress;		/* device bytes copied are added here */
+	const struct ckpt_landing *land;
 	struct ckpt_pieces ps;
 	struct ckpt_span *res;		/* reserved sections, their bytes to come */
 	size_t nres, capres;
@@ -87,6 +88,11 @@ static int fail(struct ckpt_sink *s, int err, const char *fmt, ...)
 static int writer_failed(struct ckpt_sink *s, int ret)
 {
 	return fail(s, ret, "%s", vgpu_ckpt_writer_error(s->wr));
+}
+
+void ckpt_sink_landing(struct ckpt_sink *s, const struct ckpt_landing *land)
+{
+	s->land = land;
 }
 
 void ckpt_sink_progress(struct ckpt_sink *s, uint64_t *progress)
@@ -269,7 +275,7 @@ int ckpt_sink_device_flush(struct ckpt_sink *s)
 		return 0;
 	if (s->B->cuCtxGetCurrent(&ctx) || !ctx)
 		return fail(s, -EIO, "device memory cannot be read: no context");
-	ret = ckpt_bulk_run(s->B, ctx, vgpu_ckpt_writer_fd(s->wr), CKPT_BULK_SAVE, &s->ps,
+	ret = ckpt_bulk_run(s->B, ctx, vgpu_ckpt_writer_fd(s->wr), CKPT_BULK_SAVE, &s->ps, s->land,
 			    s->progress, why, sizeof(why));
 	if (ret)
 		return fail(s, ret, "%s", why);

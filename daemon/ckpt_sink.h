@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "ckpt.h"
+#include "ckpt_bulk.h"
 
 struct ckpt_sink;
 
@@ -43,6 +44,8 @@ int ckpt_sink_device_section(struct ckpt_sink *s, uint32_t type, uint64_t id, ui
 int ckpt_sink_ref_parent(struct ckpt_sink *s, uint32_t type, uint64_t id);
 /* The device sections a bulk sink has reserved, copied (before the finish). */
 int ckpt_sink_device_flush(struct ckpt_sink *s);
+/* Stream, bulk: the file mapped and registered beforehand (not owned). */
+void ckpt_sink_landing(struct ckpt_sink *s, const struct ckpt_landing *land);
 /* Why the last call failed. */
 const char *ckpt_sink_error(const struct ckpt_sink *s);
 /* Device bytes copied are added to *progress from now on. */

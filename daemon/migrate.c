@@ -56,8 +56,39 @@ struct move_job {
 	struct ckpt_order order;
 	struct vgpu_ckpt_writer *wr;	/* NULL: opened in the pause instead */
 	uint64_t prealloc;
+	struct ckpt_landing land;	/* the file mapped and pinned; map NULL: not */
 	int done;
 };
+
+/*
+ * The file, its blocks allocated, mapped and registered with the GPU: the
+ * pause then copies device memory straight into it (DMA at the link's
+ * rate), not through the copy threads' buffers and a write each.
+ */
+static void land_map(struct move_job *j)
+{
+	struct worker *w = j->w;
+	void *m = mmap(NULL, j->prealloc, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       vgpu_ckpt_writer_fd(j->wr), 0);
+
+	if (m == MAP_FAILED)
+		return;
+	if (w->B.cuCtxSetCurrent(w->primary[0]) || w->B.cuMemHostRegister_v2(m, j->prealloc, 0)) {
+		munmap(m, j->prealloc);
+		return;
+	}
+	j->land = (struct ckpt_landing){ .map = m, .len = j->prealloc };
+}
+
+static void land_unmap(struct move_job *j)
+{
+	if (!j->land.map)
+		return;
+	j->w->B.cuCtxSetCurrent(j->w->primary[0]);
+	j->w->B.cuMemHostUnregister(j->land.map);
+	munmap(j->land.map, j->land.len);
+	j->land.map = NULL;
+}
 
 static void *move_prepare(void *arg)
 {
@@ -68,6 +99,8 @@ static void *move_prepare(void *arg)
 		vlog_warn("session %llu: the move's file cannot be prepared: %s",
 			  (unsigned long long)j->w->session_id, err);
 		j->wr = NULL;
+	} else {
+		land_map(j);
 	}
 	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -82,14 +115,14 @@ void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
 		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
 	j = calloc(1, sizeof(*j));
 	if (!j)
-		return worker_migrate_out(w, o, NULL);
+		return worker_migrate_out(w, o, NULL, NULL);
 	j->w = w;
 	j->order = *o;
 	/* The device and pool bytes, and room for the rest of the state. */
 	j->prealloc = w->vmem.in_use + w->pool.in_use + (64ull << 20);
 	if (pthread_create(&t, NULL, move_prepare, j)) {
 		free(j);
-		return worker_migrate_out(w, o, NULL);
+		return worker_migrate_out(w, o, NULL, NULL);
 	}
 	pthread_detach(t);
 	w->move_job = j;
@@ -102,7 +135,8 @@ void worker_migrate_poll(struct worker *w)
 	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
 		return;
 	w->move_job = NULL;
-	worker_migrate_out(w, &j->order, j->wr);
+	worker_migrate_out(w, &j->order, j->wr, &j->land);
+	land_unmap(j);
 	free(j);
 }
 
@@ -114,13 +148,15 @@ void worker_migrate_finish(struct worker *w)
 		return;
 	while (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
 		usleep(1000);
+	land_unmap(j);
 	vgpu_ckpt_writer_close(j->wr);
 	refuse_move(w, -ESHUTDOWN, "the session ended first");
 	w->move_job = NULL;
 	free(j);
 }
 
-void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr)
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr,
+			const struct ckpt_landing *land)
 {
 	struct ckpt_answer a = { 0 };
 	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
@@ -138,7 +174,7 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 		vgpu_ckpt_writer_close(wr);
 		return (void)refuse_move(w, -EBUSY, "a wait is still being answered");
 	}
-	if (worker_checkpoint_file(w, o, &a, wr)) {
+	if (worker_checkpoint_file(w, o, &a, wr, land)) {
 		a.type = WMSG_MIGRATING;
 		say(w, &a);
 		return;
@@ -176,7 +212,7 @@ void worker_suspend(struct worker *w, const struct ckpt_order *o)
 	} else if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
 		a.status = -EBUSY;
 		snprintf(a.message, sizeof(a.message), "host callbacks are pending");
-	} else if (!worker_checkpoint_file(w, o, &a, NULL)) {
+	} else if (!worker_checkpoint_file(w, o, &a, NULL, NULL)) {
 		worker_leave_suspended(w, o->path);
 	}
 	a.type = WMSG_CHECKPOINTED;
@@ -364,7 +400,7 @@ static int load_plain(struct rebuild *b, struct ckpt_pieces *ps, const struct ck
 		return 0;
 	if (b->w->B.cuCtxGetCurrent(&ctx) || !ctx)
 		return fail(b, -EIO, "device memory cannot be written: no context");
-	ret = ckpt_bulk_run(&b->w->B, ctx, vgpu_ckpt_reader_fd(b->r), CKPT_BULK_LOAD, ps,
+	ret = ckpt_bulk_run(&b->w->B, ctx, vgpu_ckpt_reader_fd(b->r), CKPT_BULK_LOAD, ps, NULL,
 			    b->progress, why, sizeof(why));
 	if (ret)
 		return fail(b, ret, "%s", why);

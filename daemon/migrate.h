@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "checkpoint.h"
+#include "ckpt_bulk.h"
 #include "vgpu/proto.h"
 
 struct worker;
@@ -69,15 +70,17 @@ struct migrate_verdict {
 
 /*
  * Step 2, from the worker's main loop: a thread first makes the file ready
- * (blocks allocated, pages faulted in) while the program runs on;
- * worker_migrate_poll (the main loop, while w->move_job is set) then
- * pauses the program and moves it (worker_migrate_out, wr: that file's
- * writer or NULL). worker_migrate_finish: the session ends meanwhile.
+ * (blocks allocated, pages faulted in, mapped and registered with the
+ * GPU) while the program runs on; worker_migrate_poll (the main loop,
+ * while w->move_job is set) then pauses the program and moves it
+ * (worker_migrate_out, wr: that file's writer or NULL, land: its mapping
+ * or NULL). worker_migrate_finish: the session ends meanwhile.
  */
 void worker_migrate_start(struct worker *w, const struct ckpt_order *o);
 void worker_migrate_poll(struct worker *w);
 void worker_migrate_finish(struct worker *w);
-void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr);
+void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr,
+			const struct ckpt_landing *land);
 /* A drain: the state to o->path, the session left suspended (its client
  * waits for a daemon to take it up), this worker gone. */
 void worker_suspend(struct worker *w, const struct ckpt_order *o);
