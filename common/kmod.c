@@ -141,20 +141,22 @@ int vgpu_kmod_wait(const struct vgpu_kmod *k, int timeout_ms)
 	return ioctl(k->fd, VGPU_IOC_WAIT, &w) ? -errno : 0;
 }
 
-int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int timeout_ms)
+int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int ctl, int timeout_ms)
 {
-	struct pollfd p[2] = {
+	struct pollfd p[3] = {
 		{ .fd = k->fd, .events = POLLIN },
 		{ .fd = sock, .events = POLLIN | POLLRDHUP },
+		{ .fd = ctl, .events = POLLIN },
 	};
-	int n = poll(p, sock >= 0 ? 2 : 1, timeout_ms);
+	int n = poll(p, 3, timeout_ms);	/* negative fds are skipped */
 
 	if (n < 0)
 		return errno == EINTR ? 1 : -errno;
 	if (p[0].revents & (POLLHUP | POLLERR) ||
-	    (sock >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP))))
+	    (sock >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP))) ||
+	    (ctl >= 0 && (p[2].revents & (POLLHUP | POLLERR))))
 		return -EPIPE;
-	return !!(p[0].revents & POLLIN);
+	return !!(p[0].revents & POLLIN) || (ctl >= 0 && (p[2].revents & POLLIN));
 }
 
 /* ---- pinned regions ------------------------------------------------------ */

@@ -44,9 +44,10 @@ int vgpu_kmod_doorbell(const struct vgpu_kmod *k);
 /* Sleeps until the ring this fd consumes has entries: 0, -ETIMEDOUT,
  * -ESHUTDOWN (dead), -EINTR. */
 int vgpu_kmod_wait(const struct vgpu_kmod *k, int timeout_ms);
-/* Worker: as vgpu_kmod_wait, also watching @sock for a hang-up:
- * 1 entries, 0 timed out, -EPIPE dead or hung up. */
-int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int timeout_ms);
+/* Worker: as vgpu_kmod_wait, also watching @sock for a hang-up and @ctl
+ * (if not negative) for an order: 1 entries or an order, 0 timed out,
+ * -EPIPE dead or hung up. */
+int vgpu_kmod_poll(const struct vgpu_kmod *k, int sock, int ctl, int timeout_ms);
 
 /* ---- pinned regions ---------------------------------------------------- */
 

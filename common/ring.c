@@ -150,20 +150,25 @@ void vgpu_bell_ring(int fd)
 		return;
 }
 
-int vgpu_bell_wait(int bell, int sock, int timeout_ms)
+int vgpu_bell_wait(int bell, int sock, int ctl, int timeout_ms)
 {
-	struct pollfd p[2] = {
+	struct pollfd p[3] = {
 		{ .fd = bell, .events = POLLIN },
 		{ .fd = sock, .events = POLLIN | POLLRDHUP },
+		{ .fd = ctl, .events = POLLIN },
 	};
 	uint64_t v;
 	int n;
 
-	n = poll(p, sock >= 0 ? 2 : 1, timeout_ms);
+	n = poll(p, 3, timeout_ms);	/* negative fds are skipped */
 	if (n < 0)
 		return errno == EINTR ? 1 : -errno;
 	if (sock >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP)))
 		return -EPIPE;
+	if (ctl >= 0 && (p[2].revents & (POLLHUP | POLLERR)))
+		return -EPIPE;
+	if (ctl >= 0 && (p[2].revents & POLLIN))
+		return 1;
 	if (p[0].revents & POLLIN) {
 		if (read(bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			return -errno;
@@ -253,13 +258,13 @@ bool worker_sq_empty(struct vgpu_ring *r)
 	return load_acquire(r->sq_tail) == r->sq_local;
 }
 
-int worker_sq_sleep(struct vgpu_ring *r, int sock, int timeout_ms)
+int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms)
 {
 	/* The module's wait needs sq head == tail to sleep: the caller
 	 * released (worker_sq_release) everything it consumed. */
 	if (r->kmod)
-		return vgpu_kmod_poll(r->kmod, sock, timeout_ms);
-	return vgpu_bell_wait(r->bell, sock, timeout_ms);
+		return vgpu_kmod_poll(r->kmod, sock, ctl, timeout_ms);
+	return vgpu_bell_wait(r->bell, sock, ctl, timeout_ms);
 }
 
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)

@@ -67,8 +67,9 @@ bool vgpu_ring_dead(const struct vgpu_ring *r);
 
 /* The worker's doorbell: an eventfd write, and a wait on it or a hang-up. */
 void vgpu_bell_ring(int fd);
-/* Returns 1 woken, 0 timed out, -EPIPE if @sock hung up. */
-int vgpu_bell_wait(int bell, int sock, int timeout_ms);
+/* Returns 1 woken (the bell, or @ctl readable: an order), 0 timed out,
+ * -EPIPE if @sock or @ctl hung up; a negative fd is not watched. */
+int vgpu_bell_wait(int bell, int sock, int ctl, int timeout_ms);
 
 /* client: SQ producer */
 struct vgpu_sqe *client_sq_next(struct vgpu_ring *r);	/* NULL when full */
@@ -91,7 +92,7 @@ void worker_sq_release(struct vgpu_ring *r);
 bool worker_sq_empty(struct vgpu_ring *r);
 /* Sleeps until the client rings (the caller set sq_flags and re-checked)
  * or @sock hangs up: 1 woken, 0 timed out, -EPIPE gone. */
-int worker_sq_sleep(struct vgpu_ring *r, int sock, int timeout_ms);
+int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms);
 /* Copies and releases the payload of @sqe into @dst (len <= @cap).
  * Returns the length, or -EINVAL when the entry lies about it. */
 int worker_payload_take(struct vgpu_ring *r, const struct vgpu_sqe *sqe,

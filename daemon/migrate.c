@@ -340,9 +340,17 @@ static int contexts(struct rebuild *b)
 			return fail(b, -EBADMSG, "context %u appears twice", id);
 		}
 		ret = use_ctx(b, id);
-		for (size_t k = 1; !ret && k < n; k++)
-			if (set[k].key >> 16 == VGPU_CKPT_CTX_LIMIT)
-				w->B.cuCtxSetLimit((CUlimit)(set[k].key & 0xffff), set[k].value);
+		/* Only the limits the program changed: setting one (even to its
+		 * value) can allocate device memory, and module globals must land
+		 * where they were. */
+		for (size_t k = 1; !ret && k < n; k++) {
+			CUlimit lim = (CUlimit)(set[k].key & 0xffff);
+			size_t now;
+
+			if (set[k].key >> 16 == VGPU_CKPT_CTX_LIMIT &&
+			    (w->B.cuCtxGetLimit(&now, lim) || now != set[k].value))
+				w->B.cuCtxSetLimit(lim, set[k].value);
+		}
 		free(set);
 		if (ret)
 			return ret;
@@ -745,20 +753,22 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		memcpy(a->message, err, sizeof(a->message) - 1);	/* cut to fit */
 		goto out;
 	}
-	b.bounce = malloc(2 * BOUNCE);
-	if (!b.bounce || w->B.cuEventCreate(&b.ev[0], CU_EVENT_DISABLE_TIMING) ||
-	    w->B.cuEventCreate(&b.ev[1], CU_EVENT_DISABLE_TIMING))
-		ret = fail(&b, -ENOMEM, "out of memory");
-	else if (w->B.cuMemHostRegister_v2(b.bounce, 2 * BOUNCE, 0))
-		vlog_warn("worker: restore buffer not pinned; the restore will be slower");
-	if (!ret)
-		ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
+	/* Modules first, right after their contexts, as in the program: the
+	 * driver places their globals by what it allocated before (the copy
+	 * threads' streams and events would push them elsewhere). */
+	ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
 	if (!ret)
 		ret = contexts(&b);
 	if (!ret)
-		ret = memory(&b, fds[3]);
-	if (!ret)
 		ret = modules(&b);
+	if (!ret && (!(b.bounce = malloc(2 * BOUNCE)) ||
+		     w->B.cuEventCreate(&b.ev[0], CU_EVENT_DISABLE_TIMING) ||
+		     w->B.cuEventCreate(&b.ev[1], CU_EVENT_DISABLE_TIMING)))
+		ret = fail(&b, -ENOMEM, "out of memory");
+	else if (!ret && w->B.cuMemHostRegister_v2(b.bounce, 2 * BOUNCE, 0))
+		vlog_warn("worker: restore buffer not pinned; the restore will be slower");
+	if (!ret)
+		ret = memory(&b, fds[3]);
 	if (!ret)
 		ret = functions(&b);
 	if (!ret)

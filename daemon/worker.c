@@ -6,6 +6,7 @@
  * The process then exits, and the driver returns every GPU resource.
  */
 #include "worker.h"
+#include "gpu_digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +173,17 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	rc = w->B.cuCtxSetCurrent(w->primary[0]);
 	if (rc)
 		return -EIO;
+	/*
+	 * The checkpoint digest kernel, before any session: it is then the
+	 * same first module in every worker, so the modules a session loads
+	 * later land at the same addresses in the worker a move gives it to.
+	 */
+	{
+		char why[160];
+
+		if (gpu_digest_prepare(&w->B, w->primary[0], why, sizeof(why)))
+			vlog_warn("worker: %s; checkpoints will carry no content digests", why);
+	}
 	obj_table_init(&w->ctxs, "context");
 	obj_table_init(&w->streams, "stream");
 	obj_table_init(&w->events, "event");
@@ -447,7 +459,7 @@ void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 
 bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 {
-	int ret = vgpu_bell_wait(w->bell_fd, w->sock, timeout_ms);
+	int ret = vgpu_bell_wait(w->bell_fd, w->sock, -1, timeout_ms);
 
 	if (ret == -EPIPE) {
 		write_once(&w->dead, true);
@@ -468,9 +480,10 @@ static bool idle(struct worker *w)
 		__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 		return true;
 	}
-	/* Bounded: an order from the supervisor (stats->order_pending) is
-	 * looked at when the sleep ends. */
-	alive = worker_sq_sleep(&w->ring, w->sock, ORDER_POLL_MS) != -EPIPE;
+	/* An order from the supervisor arrives on ctl and wakes us; a
+	 * checkpoint or move being prepared on a thread is looked at often. */
+	alive = worker_sq_sleep(&w->ring, w->sock, w->ctl,
+				w->ckpt_job || w->move_job ? 1 : ORDER_POLL_MS) != -EPIPE;
 	if (!alive)
 		write_once(&w->dead, true);
 	__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
