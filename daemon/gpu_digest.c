@@ -26,7 +26,6 @@ static struct {
 	CUcontext ctx;
 	CUmodule mod;
 	CUfunction fn;
-	CUstream stream;
 	void *scratch;
 	size_t cap;
 } dk = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -50,7 +49,6 @@ static int load(const struct vgpu_backend *B, CUcontext ctx, char *why, size_t l
 		return 0;
 	if (dk.mod) {		/* another context now (the session's GPU changed) */
 		B->cuCtxSetCurrent(dk.ctx);
-		B->cuStreamDestroy_v2(dk.stream);
 		B->cuModuleUnload(dk.mod);
 		dk.mod = NULL;
 		dk.fn = NULL;
@@ -60,8 +58,6 @@ static int load(const struct vgpu_backend *B, CUcontext ctx, char *why, size_t l
 		rc = B->cuModuleLoadData(&dk.mod, vgpu_gpu_digest_ptx);
 	if (!rc)
 		rc = B->cuModuleGetFunction(&dk.fn, dk.mod, "vgpu_content_digest");
-	if (!rc)
-		rc = B->cuStreamCreateWithPriority(&dk.stream, CU_STREAM_NON_BLOCKING, 0);
 	if (rc) {
 		if (dk.mod)
 			B->cuModuleUnload(dk.mod);
@@ -146,14 +142,14 @@ int gpu_digest(const struct vgpu_backend *B, CUcontext ctx, const struct digest_
 		CUlaunchConfig cfg = {
 			.gridDimX = ntiles < MAX_BLOCKS ? ntiles : MAX_BLOCKS, .gridDimY = 1,
 			.gridDimZ = 1, .blockDimX = THREADS, .blockDimY = 1, .blockDimZ = 1,
-			.hStream = dk.stream,
+			.hStream = NULL,	/* the context's work is drained first */
 		};
 		CUresult rc = B->cuCtxSetCurrent(ctx);
 
 		if (!rc)
 			rc = B->cuLaunchKernelEx(&cfg, dk.fn, args, NULL);
 		if (!rc)
-			rc = B->cuStreamSynchronize(dk.stream);
+			rc = B->cuStreamSynchronize(NULL);
 		if (rc) {
 			ret = fail(why, why_len, "the digest kernel failed (CUDA error %d)", rc);
 			goto out;

@@ -23,8 +23,8 @@ struct digest_range {
 
 /*
  * out[i] = the digest of r[i], for n ranges of device memory that ctx can
- * read; the work runs on a stream of its own, after nothing else. From any
- * thread (one at a time inside). 0, or -errno and why.
+ * read, on the context's default stream (the caller has drained its
+ * work). From any thread (one at a time inside). 0, or -errno and why.
  */
 int gpu_digest(const struct vgpu_backend *B, CUcontext ctx, const struct digest_range *r,
 	       size_t n, struct content_digest *out, char *why, size_t why_len);
