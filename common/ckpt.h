@@ -157,6 +157,10 @@ ssize_t vgpu_ckpt_read(struct vgpu_ckpt_reader *r, void *buf, size_t len);
  * follows them); a section of more than cap raw bytes is refused. */
 int vgpu_ckpt_read_whole(struct vgpu_ckpt_reader *r, unsigned i, size_t cap, void **out,
 			 size_t *len);
+/* The record table section (type, id) whole: *n records of size bytes
+ * (its aux), the blob after them up to *len. No such section: 0, *rec NULL. */
+int vgpu_ckpt_read_records(struct vgpu_ckpt_reader *r, uint32_t type, uint64_t id, size_t size,
+			   size_t cap, void **rec, size_t *n, size_t *len);
 /*
  * For callers that read a plain (uncompressed, not the parent's) section's
  * stored bytes themselves, in parallel: the file (pread at the section's

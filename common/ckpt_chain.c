@@ -12,31 +12,27 @@
 /* The PARENT section's path, NUL-terminated, into buf (PATH_MAX bytes). */
 static int parent_path(struct vgpu_ckpt_reader *r, char *buf, char *err)
 {
-	int i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_PARENT, 0);
-	size_t got = 0;
-	ssize_t n;
+	int i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_PARENT, 0), ret;
+	char *text;
+	size_t len;
 
 	if (i < 0) {
 		snprintf(err, VGPU_CKPT_MSG, "incremental, but it does not say where its parent "
 			 "is (no parent path section)");
 		return -EBADMSG;
 	}
-	if (vgpu_ckpt_section_at(r, (unsigned)i)->raw_len >= PATH_MAX ||
-	    vgpu_ckpt_read_begin(r, (unsigned)i)) {
-		snprintf(err, VGPU_CKPT_MSG, "its parent path section is malformed");
-		return -EBADMSG;
-	}
-	while ((n = vgpu_ckpt_read(r, buf + got, PATH_MAX - 1 - got)) > 0)
-		got += (size_t)n;
-	if (n < 0) {
+	ret = vgpu_ckpt_read_whole(r, (unsigned)i, PATH_MAX - 1, (void **)&text, &len);
+	if (ret) {
 		snprintf(err, VGPU_CKPT_MSG, "%s", vgpu_ckpt_reader_error(r));
-		return (int)n;
+		return ret;
 	}
-	buf[got] = 0;
-	if (!got || strlen(buf) != got) {
+	if (!len || strlen(text) != len) {
+		free(text);
 		snprintf(err, VGPU_CKPT_MSG, "its parent path section is malformed");
 		return -EBADMSG;
 	}
+	memcpy(buf, text, len + 1);
+	free(text);
 	return 0;
 }
 

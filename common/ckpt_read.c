@@ -756,3 +756,27 @@ int vgpu_ckpt_read_whole(struct vgpu_ckpt_reader *r, unsigned i, size_t cap, voi
 	*len = got;
 	return 0;
 }
+
+int vgpu_ckpt_read_records(struct vgpu_ckpt_reader *r, uint32_t type, uint64_t id, size_t size,
+			   size_t cap, void **rec, size_t *n, size_t *len)
+{
+	int i = vgpu_ckpt_find(r, type, id), ret;
+	char l[96];
+
+	*rec = NULL;
+	*n = *len = 0;
+	if (i < 0)
+		return 0;	/* nothing of that kind */
+	ret = vgpu_ckpt_read_whole(r, (unsigned)i, cap, rec, len);
+	if (ret)
+		return ret;
+	*n = r->tab[i].aux;
+	if (*n > *len / size) {
+		free(*rec);
+		*rec = NULL;
+		*n = *len = 0;
+		return rerr(r, -EBADMSG, "%s: its %llu records overrun it",
+			    label(r, (unsigned)i, l, sizeof(l)), (unsigned long long)r->tab[i].aux);
+	}
+	return 0;
+}

@@ -11,25 +11,12 @@
 static int records(struct ckpt_parent *p, uint32_t type, size_t size, void **rec, size_t *n,
 		   char *why, size_t why_len)
 {
-	int i = vgpu_ckpt_find(p->r, type, 0);
 	size_t len;
-	int ret;
+	int ret = vgpu_ckpt_read_records(p->r, type, 0, size, 256u << 20, rec, n, &len);
 
-	*rec = NULL;
-	*n = 0;
-	if (i < 0)
-		return 0;
-	ret = vgpu_ckpt_read_whole(p->r, (unsigned)i, 256u << 20, rec, &len);
-	if (ret) {
+	if (ret)
 		snprintf(why, why_len, "%s", vgpu_ckpt_reader_error(p->r));
-		return ret;
-	}
-	*n = vgpu_ckpt_section_at(p->r, (unsigned)i)->aux;
-	if (*n > len / size) {
-		snprintf(why, why_len, "%s: a record table overruns its section", p->path);
-		return -EBADMSG;
-	}
-	return 0;
+	return ret;
 }
 
 /* Whether writing @child would replace a file of the chain. */

@@ -267,25 +267,19 @@ static int read_all(struct rebuild *b, int i, void **out, size_t *len, size_t ca
 			  vgpu_ckpt_reader_error(b->r)) : 0;
 }
 
-/* A table section: its records (n of @size) and the blob behind them. */
+/* A table section: its records (n of @size), where the blob behind them
+ * starts and (if blob_len) how long it is. */
 static int read_table(struct rebuild *b, uint32_t type, uint64_t id, size_t size, void **rec,
-		      size_t *n, size_t *blob_off)
+		      size_t *n, size_t *blob_off, size_t *blob_len)
 {
-	int i = vgpu_ckpt_find(b->r, type, id);
 	size_t len;
-	int ret;
+	int ret = vgpu_ckpt_read_records(b->r, type, id, size, 1ull << 30, rec, n, &len);
 
-	*rec = NULL;
-	*n = 0;
-	if (i < 0)
-		return 0;	/* nothing of that kind */
-	ret = read_all(b, i, rec, &len, 1ull << 30);
 	if (ret)
-		return ret;
-	*n = vgpu_ckpt_section_at(b->r, (unsigned)i)->aux;
-	if (*n > len / size)
-		return fail(b, -EBADMSG, "a record table of the checkpoint overruns its section");
+		return fail(b, ret == -ENOMEM ? ret : -EBADMSG, "%s", vgpu_ckpt_reader_error(b->r));
 	*blob_off = *n * size;
+	if (blob_len)
+		*blob_len = len - *blob_off;
 	return 0;
 }
 
@@ -429,7 +423,7 @@ static int memory(struct rebuild *b, int pool_fd)
 	struct vgpu_ckpt_reader **plr = NULL;	/* the file each span is in */
 	uint64_t *haddr = NULL, *hsize = NULL;
 	size_t n, off, nh = 0, npl = 0;
-	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off);
+	int ret = read_table(b, VGPU_CKPT_SEC_ALLOCS, 0, sizeof(*a), (void **)&a, &n, &off, NULL);
 
 	if (ret)
 		return ret;
@@ -500,7 +494,7 @@ static int modules(struct rebuild *b)
 	struct worker *w = b->w;
 	struct vgpu_ckpt_module *m;
 	size_t n, off;
-	int ret = read_table(b, VGPU_CKPT_SEC_MODULES, 0, sizeof(*m), (void **)&m, &n, &off);
+	int ret = read_table(b, VGPU_CKPT_SEC_MODULES, 0, sizeof(*m), (void **)&m, &n, &off, NULL);
 
 	for (size_t i = 0; !ret && i < n; i++) {
 		struct retained_image *img;
@@ -549,16 +543,14 @@ static int functions(struct rebuild *b)
 {
 	struct worker *w = b->w;
 	struct vgpu_ckpt_function *f;
-	size_t n, off, len = 0;
-	int ret = read_table(b, VGPU_CKPT_SEC_FUNCTIONS, 0, sizeof(*f), (void **)&f, &n, &off);
-	int i = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_FUNCTIONS, 0);
+	size_t n, off, blob_len;
+	int ret = read_table(b, VGPU_CKPT_SEC_FUNCTIONS, 0, sizeof(*f), (void **)&f, &n, &off,
+			     &blob_len);
 
-	if (i >= 0)
-		len = vgpu_ckpt_section_at(b->r, (unsigned)i)->raw_len;
 	for (size_t k = 0; !ret && k < n; k++) {
 		struct obj_entry *m = obj_get(&w->modules, (uint32_t)f[k].module);
 		char name[VGPU_MAX_NAME + 1];
-		const char *nm = name_at((uint8_t *)f + off, len - off, f[k].name_off,
+		const char *nm = name_at((uint8_t *)f + off, blob_len, f[k].name_off,
 					 f[k].name_len, name, sizeof(name));
 		CUfunction fn;
 		char *kept;
@@ -588,22 +580,20 @@ static int globals(struct rebuild *b)
 {
 	struct worker *w = b->w;
 	struct vgpu_ckpt_global *g;
-	size_t n, off, len = 0;
-	int ret = read_table(b, VGPU_CKPT_SEC_GLOBALS, 0, sizeof(*g), (void **)&g, &n, &off);
-	int i = vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_GLOBALS, 0);
+	size_t n, off, blob_len;
+	int ret = read_table(b, VGPU_CKPT_SEC_GLOBALS, 0, sizeof(*g), (void **)&g, &n, &off,
+			     &blob_len);
 
-	if (i >= 0)
-		len = vgpu_ckpt_section_at(b->r, (unsigned)i)->raw_len;
 	for (size_t k = 0; !ret && k < n; k++) {
 		const uint8_t *blob = (uint8_t *)g + off;
 		struct obj_entry *m = obj_get(&w->modules, (uint32_t)g[k].module);
 		char name[VGPU_MAX_NAME + 1];
-		const char *nm = name_at(blob, len - off, g[k].name_off, g[k].name_len, name,
+		const char *nm = name_at(blob, blob_len, g[k].name_off, g[k].name_len, name,
 					 sizeof(name));
 		CUdeviceptr p;
 		size_t size;
 
-		if (!m || !nm || g[k].value_off > len - off || g[k].size > len - off - g[k].value_off) {
+		if (!m || !nm || g[k].value_off > blob_len || g[k].size > blob_len - g[k].value_off) {
 			ret = fail(b, -EBADMSG, "a global of the checkpoint is malformed");
 			break;
 		}
@@ -634,7 +624,7 @@ static int streams_events(struct rebuild *b)
 	struct vgpu_ckpt_stream *s = NULL;
 	struct vgpu_ckpt_event *e = NULL;
 	size_t ns, ne, off;
-	int ret = read_table(b, VGPU_CKPT_SEC_STREAMS, 0, sizeof(*s), (void **)&s, &ns, &off);
+	int ret = read_table(b, VGPU_CKPT_SEC_STREAMS, 0, sizeof(*s), (void **)&s, &ns, &off, NULL);
 
 	for (size_t k = 0; !ret && k < ns; k++) {
 		uint64_t ctx = owner_of(b, VGPU_CKPT_HANDLE_STREAM, s[k].handle);
@@ -657,7 +647,7 @@ static int streams_events(struct rebuild *b)
 		}
 	}
 	if (!ret)
-		ret = read_table(b, VGPU_CKPT_SEC_EVENTS, 0, sizeof(*e), (void **)&e, &ne, &off);
+		ret = read_table(b, VGPU_CKPT_SEC_EVENTS, 0, sizeof(*e), (void **)&e, &ne, &off, NULL);
 	for (size_t k = 0; !ret && k < ne; k++) {
 		CUevent ev;
 
@@ -756,7 +746,7 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 	/* Modules first, right after their contexts, as in the program: the
 	 * driver places their globals by what it allocated before (the copy
 	 * threads' streams and events would push them elsewhere). */
-	ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off);
+	ret = read_table(&b, VGPU_CKPT_SEC_HANDLES, 0, sizeof(*b.h), (void **)&b.h, &b.nh, &off, NULL);
 	if (!ret)
 		ret = contexts(&b);
 	if (!ret)

@@ -30,6 +30,7 @@
  *                          ("phases: kept", exit 0). The incremental
  *                          checkpoint test.
  */
+#include <stdint.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -110,38 +111,47 @@ static int poke(void)
 	return e1 == cudaErrorIllegalAddress && e2 == cudaErrorIllegalAddress ? 0 : 1;
 }
 
-static int state(const char *go)
-{
-	static const size_t sizes[] = { 1024, 100 * 1024, 3 * MiB + 4, 64 * MiB };
-	const int nb = sizeof(sizes) / sizeof(sizes[0]);
-	unsigned *d[4], *pin, *back;
-	int bad = 0;
+static const size_t sizes[] = { 1024, 100 * 1024, 3 * MiB + 4, 64 * MiB };
+#define NB ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
-	CHECK(cudaMallocHost(&pin, MiB));
-	memset(pin, 0x77, MiB);
-	for (int i = 0; i < nb; i++) {
+/* The buffers of state and phases: each filled by a kernel with its own
+ * value, and 1 MiB of pinned host memory of 0x77. */
+static int make_buffers(unsigned *d[NB], unsigned **pin)
+{
+	CHECK(cudaMallocHost(pin, MiB));
+	memset(*pin, 0x77, MiB);
+	for (int i = 0; i < NB; i++) {
 		size_t n = sizes[i] / 4;
 
 		CHECK(cudaMalloc(&d[i], sizes[i]));
 		vgpu_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>(d[i], 0x11111111u * (i + 1), n);
 	}
 	CHECK(cudaDeviceSynchronize());
-	printf("ready\n");
-	printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)pin, (size_t)MiB, 0x77777777u);
-	for (int i = 0; i < nb; i++)
+	return 0;
+}
+
+static void print_buffers(unsigned *const d[NB])
+{
+	for (int i = 0; i < NB; i++)
 		printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)d[i], sizes[i] / 4 * 4,
 		       0x11111111u * (i + 1));
 	fflush(stdout);
-	while (access(go, F_OK))
-		usleep(20000);
-	back = (unsigned *)malloc(64 * MiB);
-	for (int i = 0; i < nb && back; i++) {
+}
+
+/* Wrong words found (each buffer's first one printed); word @poked of
+ * buffer 2 must be @v instead. Copies through back (64 MiB). */
+static int check_buffers(unsigned *const d[NB], const unsigned *pin, unsigned *back,
+			 size_t poked, unsigned v)
+{
+	int bad = 0;
+
+	for (int i = 0; i < NB; i++) {
 		size_t n = sizes[i] / 4;
 
 		CHECK(cudaMemcpy(back, d[i], n * 4, cudaMemcpyDeviceToHost));
 		for (size_t k = 0; k < n; k++)
-			if (back[k] != 0x11111111u * (i + 1)) {
-				printf("buffer %d changed at word %zu\n", i, k);
+			if (back[k] != (i == 2 && k == poked ? v : 0x11111111u * (i + 1))) {
+				printf("buffer %d wrong at word %zu: %#x\n", i, k, back[k]);
 				bad++;
 				break;
 			}
@@ -152,6 +162,25 @@ static int state(const char *go)
 			bad++;
 			break;
 		}
+	return bad;
+}
+
+static int state(const char *go)
+{
+	unsigned *d[NB], *pin, *back;
+	int bad;
+
+	if (make_buffers(d, &pin))
+		return 1;
+	printf("ready\n");
+	printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)pin, (size_t)MiB, 0x77777777u);
+	print_buffers(d);
+	while (access(go, F_OK))
+		usleep(20000);
+	back = (unsigned *)malloc(64 * MiB);
+	if (!back)
+		return 1;
+	bad = check_buffers(d, pin, back, SIZE_MAX, 0);
 	/* The session goes on computing after its checkpoint. */
 	vgpu_fill_u32<<<1, 256>>>(d[0], 42, 256);
 	CHECK(cudaMemcpy(back, d[0], 1024, cudaMemcpyDeviceToHost));
@@ -173,49 +202,23 @@ static void wait_for(const char *dir, const char *name)
 
 static int phases(const char *dir)
 {
-	static const size_t sizes[] = { 1024, 100 * 1024, 3 * MiB + 4, 64 * MiB };
-	const int nb = sizeof(sizes) / sizeof(sizes[0]);
 	const size_t poked = 123457;	/* a word of buffer 2 */
-	unsigned *d[4], *pin, *back, v = 0xabcdef01u;
-	int bad = 0;
+	unsigned *d[NB], *pin, *back, v = 0xabcdef01u;
+	int bad;
 
-	CHECK(cudaMallocHost(&pin, MiB));
-	memset(pin, 0x77, MiB);
-	for (int i = 0; i < nb; i++) {
-		size_t n = sizes[i] / 4;
-
-		CHECK(cudaMalloc(&d[i], sizes[i]));
-		vgpu_fill_u32<<<(unsigned)((n + 255) / 256), 256>>>(d[i], 0x11111111u * (i + 1), n);
-	}
-	CHECK(cudaDeviceSynchronize());
+	if (make_buffers(d, &pin))
+		return 1;
 	printf("phase 1\n");
-	for (int i = 0; i < nb; i++)
-		printf("buffer %#llx %zu %#x\n", (unsigned long long)(uintptr_t)d[i], sizes[i] / 4 * 4,
-		       0x11111111u * (i + 1));
-	fflush(stdout);
+	print_buffers(d);
 	wait_for(dir, "go1");
 	CHECK(cudaMemcpy(d[2] + poked, &v, 4, cudaMemcpyHostToDevice));
 	printf("phase 2\n");
 	fflush(stdout);
 	wait_for(dir, "go2");
 	back = (unsigned *)malloc(64 * MiB);
-	for (int i = 0; i < nb && back; i++) {
-		size_t n = sizes[i] / 4;
-
-		CHECK(cudaMemcpy(back, d[i], n * 4, cudaMemcpyDeviceToHost));
-		for (size_t k = 0; k < n; k++)
-			if (back[k] != (i == 2 && k == poked ? v : 0x11111111u * (i + 1))) {
-				printf("buffer %d wrong at word %zu: %#x\n", i, k, back[k]);
-				bad++;
-				break;
-			}
-	}
-	for (size_t k = 0; k < MiB / 4; k++)
-		if (pin[k] != 0x77777777u) {
-			printf("pinned buffer changed at word %zu\n", k);
-			bad++;
-			break;
-		}
+	if (!back)
+		return 1;
+	bad = check_buffers(d, pin, back, poked, v);
 	free(back);
 	printf("phases: %s\n", bad ? "FAILED" : "kept");
 	return bad ? 1 : 0;

@@ -1043,6 +1043,106 @@ static void test_incremental(void)
 	vgpu_ckpt_reader_close(q);
 }
 
+/* A full file at pp, and at cp an incremental one on it whose PARENT section
+ * says @named (NULL: no such section). */
+static int chain_files(const char *pp, const char *cp, const char *named, char *msg)
+{
+	static const struct spec ps = { VGPU_CKPT_SEC_ALLOC_DATA, 1, 100000, 0, 0, 0, 51 };
+	struct vgpu_ckpt_writer_opts o;
+	struct vgpu_ckpt_reader *p;
+	struct vgpu_ckpt_writer *w;
+	int ret;
+
+	wopts(&o, 0, 0);
+	unlink(pp);
+	unlink(cp);
+	ret = write_file(pp, &o, &ps, 1, 1 << 20, msg);
+	if (!ret)
+		ret = vgpu_ckpt_reader_open(&p, pp, NULL, 0, msg);
+	if (ret)
+		return ret;
+	o.parent = p;
+	ret = vgpu_ckpt_writer_open(&w, cp, &o, msg);
+	if (!ret) {
+		if (named)
+			ret = vgpu_ckpt_begin(w, VGPU_CKPT_SEC_PARENT, 0, 0, 0) ||
+			      vgpu_ckpt_write(w, named, strlen(named)) || vgpu_ckpt_end(w);
+		if (!ret)
+			ret = vgpu_ckpt_ref_parent(w, VGPU_CKPT_SEC_ALLOC_DATA, 1);
+		if (!ret)
+			ret = vgpu_ckpt_finish(w);
+		if (ret)
+			snprintf(msg, VGPU_CKPT_MSG, "%s", vgpu_ckpt_writer_error(w));
+		vgpu_ckpt_writer_close(w);
+	}
+	vgpu_ckpt_reader_close(p);
+	return ret;
+}
+
+/* Chains of parents opened by their PARENT sections, and record tables. */
+static void test_chain_records(void)
+{
+	char pp[320], cp[320], sub[320], moved[320], msg[VGPU_CKPT_MSG];
+	struct vgpu_ckpt_reader *r = NULL, *rr;
+	struct vgpu_ckpt_writer_opts o;
+	struct vgpu_ckpt_writer *w;
+	uint64_t recs[5] = { 1, 2, 3, 4, 5 };
+	void *rec;
+	size_t n, len;
+	unsigned ri;
+
+	snprintf(pp, sizeof(pp), "%s/chain-parent.vgc", dir);
+	snprintf(cp, sizeof(cp), "%s/chain-child.vgc", dir);
+	snprintf(sub, sizeof(sub), "%s/elsewhere", dir);
+	snprintf(moved, sizeof(moved), "%s/elsewhere/chain-parent.vgc", dir);
+	CHECK(chain_files(pp, cp, pp, msg) == 0, "chain: %s", msg);
+	CHECK(vgpu_ckpt_open_chain(&r, cp, NULL, VGPU_CKPT_VERIFY, msg) == 0, "open chain: %s", msg);
+	if (r) {
+		CHECK(vgpu_ckpt_chain_length(r) == 2, "two files in the chain");
+		vgpu_ckpt_resolve(r, (unsigned)vgpu_ckpt_find(r, VGPU_CKPT_SEC_ALLOC_DATA, 1), &rr, &ri);
+		CHECK(rr == vgpu_ckpt_parent(r) && vgpu_ckpt_section_at(rr, ri)->stored_len == 100000,
+		      "a reference resolves to the parent's stored bytes");
+		vgpu_ckpt_reader_close(r);	/* closes the parent it adopted */
+	}
+	/* The parent named where it is not, but beside its child: found. */
+	CHECK(mkdir(sub, 0700) == 0 && chain_files(pp, cp, moved, msg) == 0, "chain: %s", msg);
+	CHECK(vgpu_ckpt_open_chain(&r, cp, NULL, 0, msg) == 0, "parent beside the child: %s", msg);
+	vgpu_ckpt_reader_close(r);
+	unlink(pp);
+	CHECK(vgpu_ckpt_open_chain(&r, cp, NULL, 0, msg) == -ENOENT && !r &&
+	      strstr(msg, "chain-parent.vgc, is missing"), "a missing parent: %s", msg);
+	CHECK(chain_files(pp, cp, NULL, msg) == 0, "chain: %s", msg);
+	CHECK(vgpu_ckpt_open_chain(&r, cp, NULL, 0, msg) == -EBADMSG &&
+	      strstr(msg, "does not say where its parent is"), "no parent path: %s", msg);
+	rmdir(sub);
+
+	/* A record table: aux records of the size asked, then a blob. */
+	wopts(&o, 0, 0);
+	unlink(path);
+	CHECK(vgpu_ckpt_writer_open(&w, path, &o, msg) == 0, "%s", msg);
+	CHECK(vgpu_ckpt_begin(w, VGPU_CKPT_SEC_STREAMS, 0, 2, 0) == 0 &&
+	      vgpu_ckpt_write(w, recs, sizeof(recs)) == 0 && vgpu_ckpt_end(w) == 0 &&
+	      vgpu_ckpt_begin(w, VGPU_CKPT_SEC_EVENTS, 0, 9, 0) == 0 &&
+	      vgpu_ckpt_write(w, recs, sizeof(recs)) == 0 && vgpu_ckpt_end(w) == 0 &&
+	      vgpu_ckpt_finish(w) == 0, "records: %s", vgpu_ckpt_writer_error(w));
+	vgpu_ckpt_writer_close(w);
+	CHECK(vgpu_ckpt_reader_open(&r, path, NULL, 0, msg) == 0, "%s", msg);
+	if (!r)
+		return;
+	CHECK(vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_STREAMS, 0, 16, 1 << 20, &rec, &n, &len) == 0 &&
+	      n == 2 && len == sizeof(recs) && !memcmp(rec, recs, len), "two records and a blob");
+	free(rec);
+	CHECK(vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_EVENTS, 0, 8, 1 << 20, &rec, &n, &len) == -EBADMSG &&
+	      !rec && !n && strstr(vgpu_ckpt_reader_error(r), "its 9 records overrun it"),
+	      "more records than the section holds: %s", vgpu_ckpt_reader_error(r));
+	CHECK(vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_STREAMS, 0, 16, 8, &rec, &n, &len) == -EBADMSG &&
+	      strstr(vgpu_ckpt_reader_error(r), "too large"), "over the cap: %s",
+	      vgpu_ckpt_reader_error(r));
+	CHECK(vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_HANDLES, 0, 8, 1 << 20, &rec, &n, &len) == 0 &&
+	      !rec && !n, "no such table: none");
+	vgpu_ckpt_reader_close(r);
+}
+
 /* ---- failures while writing ------------------------------------------ */
 
 static const struct spec big = { VGPU_CKPT_SEC_ALLOC_DATA, 1, 4 << 20, 0, 0, 0, 41 };
@@ -1252,6 +1352,7 @@ int main(int argc, char **argv)
 		printf("note: io_uring unavailable here; only the pwrite path runs\n");
 
 	test_crc();
+	test_chain_records();
 	test_round_trips();
 	test_reserve();
 	test_seccomp();
