@@ -882,20 +882,25 @@ void worker_checkpoint_poll(struct worker *w)
 	}
 }
 
-void worker_checkpoint_finish(struct worker *w)
+void worker_checkpoint_refuse(struct worker *w, int err, const char *why)
 {
 	struct ckpt_job *j = w->ckpt_job;
 
+	if (!j)
+		return;
+	while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == JOB_PREPARING)
+		usleep(1000);
+	w->ckpt_job = NULL;
+	j->a.status = err;
+	snprintf(j->a.message, sizeof(j->a.message), "%s", why);
+	answer(w, &j->order, &j->a);
+	job_free(j);
+}
+
+void worker_checkpoint_finish(struct worker *w)
+{
 	/* A buffer still being prepared: its order will not be carried out. */
-	if (j) {
-		while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == JOB_PREPARING)
-			usleep(1000);
-		w->ckpt_job = NULL;
-		j->a.status = -ESHUTDOWN;
-		snprintf(j->a.message, sizeof(j->a.message), "the session ended first");
-		answer(w, &j->order, &j->a);
-		job_free(j);
-	}
+	worker_checkpoint_refuse(w, -ESHUTDOWN, "the session ended first");
 	/* A file being written from memory is finished: its data is all here. */
 	while (__atomic_load_n(&flushing, __ATOMIC_ACQUIRE))
 		usleep(1000);

@@ -72,6 +72,9 @@ int worker_checkpoint_writer(struct worker *w, const struct ckpt_order *o, uint6
 /* Device 0 as a checkpoint names it, and the driver's version. */
 void worker_gpu_identity(struct worker *w, struct vgpu_ckpt_gpu *g, uint32_t *driver);
 void worker_checkpoint_poll(struct worker *w);
+/* The checkpoint waiting for its pause will not get it: answered with
+ * @err and @why (the session serves on). */
+void worker_checkpoint_refuse(struct worker *w, int err, const char *why);
 /* The session ends: refuse a checkpoint not paused for yet, and wait for
  * the files still being written. */
 void worker_checkpoint_finish(struct worker *w);

@@ -99,19 +99,6 @@ struct host_func_job {
 	uint32_t seq;
 };
 
-static bool client_alive(struct worker *w)
-{
-	struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
-
-	if (read_once(&w->dead))
-		return false;
-	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP))) {
-		write_once(&w->dead, true);
-		return false;
-	}
-	return true;
-}
-
 /* Runs in stream order on the driver's callback thread (or inline with the
  * host backend): ask the client to run the function, wait until it has. */
 static void CUDA_CB host_func_trampoline(void *arg)
@@ -127,8 +114,11 @@ static void CUDA_CB host_func_trampoline(void *arg)
 
 		if (v == j->seq)
 			break;
-		if (vgpu_futex_wait(ack, v, 50) == -ETIMEDOUT && !client_alive(w))
+		if (vgpu_futex_wait(ack, v, 50) != -ETIMEDOUT)
+			continue;
+		if (worker_client_gone(w))
 			break;
+		worker_order_stalled(w, "in a host callback");
 	}
 	__atomic_add_fetch(&w->cb_finished, 1, __ATOMIC_RELEASE);
 	free(j);
@@ -137,6 +127,7 @@ static void CUDA_CB host_func_trampoline(void *arg)
 static enum op_status op_host_func(struct worker *w, struct op_call *call)
 {
 	struct host_func_job *j = malloc(sizeof(*j));
+	unsigned int us = 100;
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
 
@@ -146,9 +137,11 @@ static enum op_status op_host_func(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	/* Each callback in flight owns an acknowledgement slot. */
-	while (w->cb_posted - load_acquire(&w->cb_finished) >= VGPU_CB_SLOTS - 1 &&
-	       client_alive(w))
-		usleep(100);
+	while (w->cb_posted - load_acquire(&w->cb_finished) >= VGPU_CB_SLOTS - 1) {
+		if (!worker_wait_client(w, false, us, "in host callbacks"))
+			break;
+		us = us < 5000 ? 2 * us : 10000;
+	}
 	j->w = w;
 	j->cookie = call->sqe->arg[0];
 	j->seq = ++w->cb_posted;

@@ -140,7 +140,7 @@ void worker_migrate_poll(struct worker *w)
 	free(j);
 }
 
-void worker_migrate_finish(struct worker *w)
+void worker_migrate_refuse(struct worker *w, int err, const char *why)
 {
 	struct move_job *j = w->move_job;
 
@@ -149,10 +149,15 @@ void worker_migrate_finish(struct worker *w)
 	while (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	land_unmap(j);
-	vgpu_ckpt_writer_close(j->wr);
-	refuse_move(w, -ESHUTDOWN, "the session ended first");
+	vgpu_ckpt_writer_close(j->wr);	/* not finished: its temporary file goes */
+	refuse_move(w, err, "%s", why);
 	w->move_job = NULL;
 	free(j);
+}
+
+void worker_migrate_finish(struct worker *w)
+{
+	worker_migrate_refuse(w, -ESHUTDOWN, "the session ended first");
 }
 
 void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr,

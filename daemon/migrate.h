@@ -79,6 +79,9 @@ struct migrate_verdict {
 void worker_migrate_start(struct worker *w, const struct ckpt_order *o);
 void worker_migrate_poll(struct worker *w);
 void worker_migrate_finish(struct worker *w);
+/* The move waiting for its pause will not get it: refused with @err and
+ * @why (the session serves on). */
+void worker_migrate_refuse(struct worker *w, int err, const char *why);
 void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgpu_ckpt_writer *wr,
 			const struct ckpt_landing *land);
 /* A drain: the state to o->path, the session left suspended (its client

@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "barrier.h"
@@ -31,6 +32,14 @@
 #define SPIN_NS			50000	/* busy-poll this long before sleeping */
 #define RELEASE_BATCH		32	/* SQ entries consumed before handing slots back */
 #define ORDER_POLL_MS		50	/* an idle worker looks for orders this often */
+#define ORDER_WAIT_MS		5000	/* default: an order's wait on a stalled client */
+#define CQ_WAIT_MIN_US		50	/* a full CQ is looked at again after this, */
+#define CQ_WAIT_MAX_US		10000	/* then less and less often, down to this */
+
+/* Set on the thread that serves the ring: only it takes orders. */
+static __thread bool ring_thread;
+/* When a wait on the client first kept an order waiting (0: none did). */
+static uint64_t order_seen_ns;
 
 static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info *d)
 {
@@ -141,6 +150,8 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 
 	memset(w, 0, sizeof(*w));
 	w->cfg = *cfg;
+	if (!w->cfg.order_wait_ms)
+		w->cfg.order_wait_ms = ORDER_WAIT_MS;
 	w->sock = w->ctl = w->region_fd = w->bell_fd = w->print_pipe = -1;
 	w->kmod.fd = -1;
 	ret = capture_stdout(w);
@@ -431,19 +442,67 @@ static int welcome(struct worker *w, const struct vgpu_hello *h)
 	return ret < 0 ? ret : 0;
 }
 
+/* The client's end hung up, or the carrier says the session is over. */
+static bool hung_up(struct worker *w, short revents)
+{
+	if (!(revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) && !vgpu_ring_dead(&w->ring))
+		return false;
+	write_once(&w->dead, true);
+	return true;
+}
+
+bool worker_client_gone(struct worker *w)
+{
+	struct pollfd p = { .fd = w->sock, .events = POLLRDHUP };
+
+	if (read_once(&w->dead))
+		return true;
+	if (poll(&p, 1, 0) < 0)
+		p.revents = 0;
+	return hung_up(w, p.revents);
+}
+
+/*
+ * Only hang-ups are asked for on the socket: a client that writes to it
+ * must not turn the sleep into a spin (POLLHUP and POLLERR always come).
+ */
+bool worker_wait_client(struct worker *w, bool bell, unsigned int us, const char *what)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+	struct pollfd p[2] = {
+		{ .fd = w->sock, .events = POLLRDHUP },
+		{ .fd = bell ? w->bell_fd : -1, .events = POLLIN },
+	};
+	uint64_t v;
+
+	if (read_once(&w->dead))
+		return false;
+	if (ppoll(p, 2, &ts, NULL) < 0)
+		p[0].revents = p[1].revents = 0;
+	if (hung_up(w, p[0].revents))
+		return false;
+	if ((p[1].revents & POLLIN) && read(w->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		vlog_debug("doorbell: %s", strerror(errno));
+	worker_order_stalled(w, what);
+	return true;
+}
+
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 {
+	unsigned int us = CQ_WAIT_MIN_US;
+
 	if (cqe->tag)
 		flush_prints(w);
 	pthread_mutex_lock(&w->cq_lock);
 	/* The CQ has room for every tag twice over; a full CQ means the
-	 * client stopped reaping, so wait for it (or for its death). */
+	 * client stopped reaping, so wait for it (or for its death). It
+	 * rings no bell when it reaps: look again, less and less often. */
 	while (!worker_cq_push(&w->ring, cqe)) {
-		if (read_once(&w->dead))
-			break;
 		worker_cq_notify(&w->ring);
 		pthread_mutex_unlock(&w->cq_lock);
-		usleep(50);
+		if (!worker_wait_client(w, false, us, "its completions are not reaped"))
+			return;
+		us = us < CQ_WAIT_MAX_US / 2 ? 2 * us : CQ_WAIT_MAX_US;
 		pthread_mutex_lock(&w->cq_lock);
 	}
 	worker_cq_notify(&w->ring);
@@ -452,13 +511,7 @@ void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 
 bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 {
-	int ret = vgpu_bell_wait(w->bell_fd, w->sock, -1, timeout_ms);
-
-	if (ret == -EPIPE) {
-		write_once(&w->dead, true);
-		return false;
-	}
-	return true;
+	return worker_wait_client(w, true, (unsigned int)timeout_ms * 1000, "mid copy");
 }
 
 /* Sleep until the client rings or goes away; false when it is gone. */
@@ -483,24 +536,58 @@ static bool idle(struct worker *w)
 	return alive;
 }
 
-/* The supervisor's order waiting on the control socket. */
-static void take_order(struct worker *w)
+static bool order_valid(const struct ckpt_order *o, ssize_t n)
+{
+	return n == (ssize_t)sizeof(*o) && memchr(o->path, 0, sizeof(o->path)) &&
+	       (o->type == WORDER_CHECKPOINT || o->type == WORDER_MIGRATE ||
+		o->type == WORDER_SUSPEND);
+}
+
+/* What a stalled session answers to order type @type, in @buf. */
+static void stalled_message(struct worker *w, uint32_t type, const char *what, char *buf,
+			    size_t len)
+{
+	snprintf(buf, len, "session %llu is stalled waiting for its program (%s); not %s",
+		 (unsigned long long)w->session_id, what,
+		 type == WORDER_MIGRATE ? "moved" :
+		 type == WORDER_SUSPEND ? "suspended" : "checkpointed");
+}
+
+static void refuse_stalled(struct worker *w, const struct ckpt_order *o, const char *what)
+{
+	struct ckpt_answer a = {
+		.type = o->type == WORDER_MIGRATE ? WMSG_MIGRATING : WMSG_CHECKPOINTED,
+		.status = -ETIMEDOUT,
+	};
+
+	stalled_message(w, o->type, what, a.message, sizeof(a.message));
+	vlog_warn("%s", a.message);
+	if (send(w->ctl, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
+		vlog_warn("cannot answer the supervisor: %s", strerror(errno));
+}
+
+/*
+ * The supervisor's order waiting on the control socket. @stalled: the
+ * session cannot pause now (it waits on its program, for the reason
+ * given), so the order is answered with an error instead.
+ */
+static void take_order(struct worker *w, const char *stalled)
 {
 	struct ckpt_order *o = malloc(sizeof(*o));
 	ssize_t n;
 
 	__atomic_store_n(&w->stats->order_pending, 0, __ATOMIC_RELAXED);
+	order_seen_ns = 0;
 	if (!o)
 		return;
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
-	if (n == (ssize_t)sizeof(*o) && o->type == WORDER_CHECKPOINT &&
-	    memchr(o->path, 0, sizeof(o->path))) {
+	if (order_valid(o, n) && stalled) {
+		refuse_stalled(w, o, stalled);
+	} else if (order_valid(o, n) && o->type == WORDER_CHECKPOINT) {
 		worker_checkpoint_start(w, o);
-	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_MIGRATE &&
-		   memchr(o->path, 0, sizeof(o->path))) {
+	} else if (order_valid(o, n) && o->type == WORDER_MIGRATE) {
 		worker_migrate_start(w, o);
-	} else if (n == (ssize_t)sizeof(*o) && o->type == WORDER_SUSPEND &&
-		   memchr(o->path, 0, sizeof(o->path))) {
+	} else if (order_valid(o, n) && o->type == WORDER_SUSPEND) {
 		worker_suspend(w, o);
 	} else if (n > 0) {
 		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -EINVAL };
@@ -512,14 +599,46 @@ static void take_order(struct worker *w)
 	free(o);
 }
 
+void worker_order_stalled(struct worker *w, const char *what)
+{
+	bool pending = w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE);
+	char msg[sizeof(((struct ckpt_answer *)0)->message)];
+	uint64_t now;
+
+	if (!ring_thread)
+		return;
+	if (!pending && !w->ckpt_job && !w->move_job) {
+		order_seen_ns = 0;
+		return;
+	}
+	now = vgpu_now_ns();
+	if (!order_seen_ns)
+		order_seen_ns = now;
+	if (now - order_seen_ns < (uint64_t)w->cfg.order_wait_ms * 1000000)
+		return;
+	/* A checkpoint or move already under way waits for its pause: it
+	 * will not come either. */
+	if (w->ckpt_job) {
+		stalled_message(w, WORDER_CHECKPOINT, what, msg, sizeof(msg));
+		worker_checkpoint_refuse(w, -ETIMEDOUT, msg);
+	} else if (w->move_job) {
+		stalled_message(w, WORDER_MIGRATE, what, msg, sizeof(msg));
+		worker_migrate_refuse(w, -ETIMEDOUT, msg);
+	} else {
+		take_order(w, what);
+	}
+	order_seen_ns = 0;
+}
+
 static void orders(struct worker *w)
 {
+	order_seen_ns = 0;	/* between entries an order is taken at once */
 	if (w->ckpt_job)
 		worker_checkpoint_poll(w);
 	else if (w->move_job)
 		worker_migrate_poll(w);
 	else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE))
-		take_order(w);
+		take_order(w, NULL);
 }
 
 void worker_print_to(struct worker *w, int fd)
@@ -590,6 +709,7 @@ int worker_loop(struct worker *w)
 	uint64_t spin_start = 0;
 	unsigned int batch = 0;
 
+	ring_thread = true;
 	while (!read_once(&w->dead) && !w->moved) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);

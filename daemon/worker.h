@@ -25,6 +25,9 @@ struct worker_config {
 	uint32_t staging_chunks;
 	uint64_t host_pool_size;
 	uint64_t dev_window_size;	/* 0: twice the device's memory */
+	uint32_t order_wait_ms;		/* a checkpoint or move order waits this long
+					 * on a session stalled on its program, then
+					 * is refused (0: 5 s) */
 };
 
 /* Worker -> supervisor over the worker's control socket: a readiness byte
@@ -144,9 +147,27 @@ int worker_build_memory(struct worker *w, struct vgpu_welcome *wl);
 void worker_print_to(struct worker *w, int fd);
 /* A welcome that refuses the client, and says why. */
 void worker_refuse(int sock, int err, const char *why);
+/* Posts a CQE; with the CQ full, waits for the client to reap (or die). */
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);
+/*
+ * For every wait on the client inside an entry (CQ space, a staging chunk,
+ * a callback's acknowledgement): sleeps up to @us microseconds on the
+ * client's socket (and on the doorbell with @bell), so that its death ends
+ * the wait at once; false when the client is gone (w->dead is then set).
+ * @what says what the session waits for, should an order be refused.
+ */
+bool worker_wait_client(struct worker *w, bool bell, unsigned int us, const char *what);
+/* The same check without sleeping: true (and w->dead) when it is gone. */
+bool worker_client_gone(struct worker *w);
+/*
+ * Called by waits on the client: on the ring's thread, an order (or a
+ * checkpoint or move waiting for its pause) that the wait has kept from
+ * being taken for cfg.order_wait_ms is refused, its answer saying the
+ * session is stalled on its program (@what); the session serves on.
+ */
+void worker_order_stalled(struct worker *w, const char *what);
 
 /* dispatch.c */
 void dispatch_init(void);
