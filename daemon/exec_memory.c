@@ -40,16 +40,18 @@ static enum op_status op_mem_alloc(struct worker *w, struct op_call *call)
 static enum op_status op_mem_alloc_pitch(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
-	uint64_t width = s->arg[0], height = s->arg[1], elem = s->arg[2], pitch;
+	uint64_t width = s->arg[0], height = s->arg[1], elem = s->arg[2], pitch, bytes;
 	CUdeviceptr p = 0;
 
+	/* The texture pitch alignment, and the whole, may not wrap. */
 	if (!width || !height || (elem != 4 && elem != 8 && elem != 16) ||
-	    width > (1ull << 40) || height > (1ull << 40)) {
+	    __builtin_add_overflow(width, 511, &pitch) ||
+	    __builtin_mul_overflow(pitch & ~511ull, height, &bytes)) {
 		call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 		return OP_DONE;
 	}
-	pitch = (width + 511) & ~511ull;	/* the texture pitch alignment */
-	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), pitch * height, &p);
+	pitch &= ~511ull;
+	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), bytes, &p);
 	call->cqe->val[0] = p;
 	call->cqe->val[1] = pitch;
 	return OP_DONE;
@@ -93,6 +95,23 @@ static enum op_status op_get_range(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+/*
+ * The bytes a pitched area spans, pitch * (height - 1) + width, when the
+ * client may touch all of it: no term wraps, rows do not overlap, and it
+ * lies in its own memory. Everything here came over the wire.
+ */
+static bool area_ok(struct worker *w, uint64_t p, uint64_t pitch, uint64_t width,
+		    uint64_t height)
+{
+	uint64_t span;
+
+	if (!width || !height || pitch < width ||
+	    __builtin_mul_overflow(pitch, height - 1, &span) ||
+	    __builtin_add_overflow(span, width, &span))
+		return false;
+	return worker_addr_ok(w, p, span);
+}
+
 /* Finish a copy: asynchronous calls are done; synchronous ones answer
  * when the stream has caught up. */
 static enum op_status finish(struct worker *w, struct op_call *call, CUstream s, CUresult rc)
@@ -106,17 +125,17 @@ static enum op_status finish(struct worker *w, struct op_call *call, CUstream s,
 static enum op_status op_memset(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
-	uint64_t dst = s->arg[0], elem = s->arg[2], count = s->arg[3];
+	uint64_t dst = s->arg[0], elem = s->arg[2], count = s->arg[3], bytes;
 	uint64_t pitch = s->arg[4] >> 32, height = (uint32_t)s->arg[4];
 	CUresult rc;
 	CUstream st = worker_stream(w, s, &rc);
 
 	if (rc)
 		return finish(w, call, NULL, rc);
-	if ((elem != 1 && elem != 2 && elem != 4) || count > UINT64_MAX / elem)
+	if ((elem != 1 && elem != 2 && elem != 4) || __builtin_mul_overflow(count, elem, &bytes))
 		return finish(w, call, NULL, CUDA_ERROR_INVALID_VALUE);
 	if (!height) {
-		if (!worker_addr_ok(w, dst, count * elem))
+		if (!worker_addr_ok(w, dst, bytes))
 			return finish(w, call, NULL, CUDA_ERROR_INVALID_VALUE);
 		if (elem == 1)
 			rc = w->B.cuMemsetD8Async(dst, (unsigned char)s->arg[1], count, st);
@@ -126,7 +145,10 @@ static enum op_status op_memset(struct worker *w, struct op_call *call)
 			rc = w->B.cuMemsetD32Async(dst, (unsigned int)s->arg[1], count, st);
 		return finish(w, call, st, rc);
 	}
-	if (pitch < count * elem || !worker_addr_ok(w, dst, pitch * (height - 1) + count * elem))
+	/* An empty row is nothing to set, as cuMemsetD2D* does. */
+	if (!count)
+		return finish(w, call, st, CUDA_SUCCESS);
+	if (!area_ok(w, dst, pitch, bytes, height))
 		return finish(w, call, NULL, CUDA_ERROR_INVALID_VALUE);
 	if (elem == 1)
 		rc = w->B.cuMemsetD2D8Async(dst, pitch, (unsigned char)s->arg[1], count, height, st);
@@ -226,10 +248,8 @@ static enum op_status op_copy2d(struct worker *w, struct op_call *call)
 	if (rc || call->len != sizeof(c))
 		return finish(w, call, NULL, rc ? rc : CUDA_ERROR_INVALID_VALUE);
 	__builtin_memcpy(&c, call->payload, sizeof(c));
-	if (!c.height || !c.width || c.src_pitch < c.width || c.dst_pitch < c.width ||
-	    c.height > (1ull << 32) || c.src_pitch > (1ull << 40) || c.dst_pitch > (1ull << 40) ||
-	    !worker_addr_ok(w, c.src, c.src_pitch * (c.height - 1) + c.width) ||
-	    !worker_addr_ok(w, c.dst, c.dst_pitch * (c.height - 1) + c.width))
+	if (!area_ok(w, c.src, c.src_pitch, c.width, c.height) ||
+	    !area_ok(w, c.dst, c.dst_pitch, c.width, c.height))
 		return finish(w, call, NULL, CUDA_ERROR_INVALID_VALUE);
 	m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
 	m.srcDevice = c.src;

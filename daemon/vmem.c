@@ -334,6 +334,9 @@ CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out
 
 	if (!bytes)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* More than the window never fits; rounded up, it could wrap to 0. */
+	if (bytes > m->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (bytes <= VMEM_SMALL_MAX) {
 		uint32_t cls = size_class(bytes);
 
@@ -468,7 +471,7 @@ CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes
 	long i;
 	CUresult rc;
 
-	if (!bytes || p < m->base || p - m->base >= m->size)
+	if (!bytes || bytes > m->size || p < m->base || p - m->base >= m->size)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (bytes > VMEM_SMALL_MAX) {
 		if ((p - m->base) % m->gran)
