@@ -31,6 +31,11 @@ E2E_HDRS := tests/e2e/e2e.h tests/e2e/kernels.cuh
 E2E_DRIVER_SRCS := $(wildcard tests/e2e/*.c)
 E2E_BINS := $(addprefix $(E2E_OUT)/,$(E2E_PROGS) kernels_shared) \
 	$(patsubst tests/e2e/%.c,$(E2E_OUT)/%,$(E2E_DRIVER_SRCS))
+# Clients without the runtime (tests/e2e/raw/): the wire protocol by hand,
+# against include/vgpu/proto.h and common/ring.c.
+E2E_RAW_BINS := $(patsubst tests/e2e/raw/%.c,$(E2E_OUT)/%,$(wildcard tests/e2e/raw/*.c))
+E2E_RAW_SRCS := common/ring.c common/kmod.c common/fdpass.c common/log.c
+E2E_BINS += $(E2E_RAW_BINS)
 
 .PHONY: e2e-bins gpu-bins bench-bins unit e2e test
 
@@ -43,6 +48,10 @@ $(E2E_OUT)/%: tests/e2e/%.cu $(E2E_HDRS)
 $(E2E_OUT)/kernels_shared: tests/e2e/kernels.cu $(E2E_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) $(NVCC_ARCH) -cudart shared $(CUDA_RPATH) -o $@ $<
+
+$(E2E_RAW_BINS): $(E2E_OUT)/%: tests/e2e/raw/%.c $(E2E_RAW_SRCS) include/vgpu/proto.h common/ring.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(E2E_RAW_SRCS) -lpthread
 
 # Driver-API programs (tests/e2e/*.c): gcc against the toolkit's stub.
 $(E2E_OUT)/%: tests/e2e/%.c

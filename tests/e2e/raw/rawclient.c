@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A client without the runtime: the wire protocol (vgpu/proto.h) spoken by
+ * hand over the memfd carrier, to do what no well-behaved runtime does.
+ *
+ *   rawclient stuck    fill the SQ with synchronous calls and never reap a
+ *                      completion; prints "stuck" and sleeps until killed
+ *   rawclient stall    a pageable copy staged through the arena: one chunk
+ *                      filled, "mid copy" printed, then SIGSTOP to itself;
+ *                      after SIGCONT the copy completes and is read back,
+ *                      every byte checked ("copy: every byte right")
+ *   rawclient bad      entries whose sizes wrap or overflow (pitched
+ *                      allocation, 2D copy, memsets, copies, allocations):
+ *                      each refused, the worker serving on afterwards
+ *
+ * The daemon's socket: $VGPU_SOCKET (vgpu run --socket sets it). Exit 0
+ * pass, 1 fail, 2 could not talk to the daemon.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "barrier.h"
+#include "fdpass.h"
+#include "ring.h"
+#include "vgpu/proto.h"
+
+#define CTX	1u	/* the context id this client issues */
+#define WAIT_S	60	/* no answer in this long: the worker is broken */
+
+static struct vgpu_ring R;
+static struct vgpu_welcome W;
+static int failures;
+
+static __attribute__((noreturn)) void die(const char *what)
+{
+	fprintf(stderr, "rawclient: %s\n", what);
+	exit(2);
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void handshake(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *path = getenv("VGPU_SOCKET");
+	struct vgpu_hello h = {
+		.magic = VGPU_PROTO_MAGIC, .version = VGPU_PROTO_VERSION,
+		.features = VGPU_FEAT_ALL, .pid = (uint32_t)getpid(),
+		.carrier = VGPU_CARRIER_MEMFD, .comm = "rawclient",
+	};
+	int fd, fds[3], nfds = 3, out = STDOUT_FILENO;
+	void *region;
+
+	if (!path || strlen(path) >= sizeof(a.sun_path))
+		die("set VGPU_SOCKET");
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("cannot reach vgpud");
+	if (vgpu_send_fds(fd, &h, sizeof(h), &out, 1) != sizeof(h))
+		die("cannot send the hello");
+	if (vgpu_recv_fds(fd, &W, sizeof(W), fds, &nfds) != sizeof(W) || W.status || nfds != 3)
+		die("no welcome");
+	region = mmap(NULL, W.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (region == MAP_FAILED || vgpu_ring_attach(&R, region, W.region_size, &W))
+		die("cannot map the session");
+	R.bell = fds[1];
+	/* The socket stays open (fd): closing it would end the session. */
+}
+
+/* Queues one entry; false when the SQ stayed full for @ms. */
+static bool submit(const struct vgpu_sqe *in, const void *payload, uint32_t len, int ms)
+{
+	struct vgpu_sqe *sqe;
+	uint32_t off = 0;
+	void *p = NULL;
+
+	for (int i = 0; !(sqe = client_sq_next(&R)); i++) {
+		if (i >= ms * 10)
+			return false;
+		sleep_us(100);
+	}
+	if (len && !(p = client_payload_alloc(&R, len, &off)))
+		die("no room in the payload ring");
+	if (len)
+		memcpy(p, payload, len);
+	*sqe = *in;
+	sqe->payload_off = off;
+	sqe->payload_len = len;
+	client_sq_publish(&R);
+	return true;
+}
+
+static struct vgpu_cqe reap(void)
+{
+	struct vgpu_cqe c;
+
+	for (long i = 0; !client_cq_pop(&R, &c); i++) {
+		if (i > WAIT_S * 10000L)
+			die("no answer from the worker");
+		sleep_us(100);
+	}
+	return c;
+}
+
+/* A synchronous call: its CQE. */
+static struct vgpu_cqe call(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+			    uint64_t a4, const void *payload, uint32_t len)
+{
+	struct vgpu_sqe s = { .opcode = op, .tag = 1, .ctx = CTX,
+			      .arg = { a0, a1, a2, a3, a4 } };
+
+	if (!submit(&s, payload, len, WAIT_S * 1000))
+		die("the SQ stays full");
+	return reap();
+}
+
+static void check(bool ok, const char *what, int got)
+{
+	printf("%s %s (CUresult %d)\n", ok ? "ok  " : "FAIL", what, got);
+	fflush(stdout);
+	failures += !ok;
+}
+
+static void expect(CUresult want, struct vgpu_cqe c, const char *what)
+{
+	check(c.result == (int32_t)want, what, c.result);
+}
+
+static uint64_t setup(uint64_t bytes)
+{
+	struct vgpu_cqe c = call(VGPU_OP_PRIMARY_RETAIN, CTX, 0, 0, 0, 0, NULL, 0);
+
+	if (c.result)
+		die("PRIMARY_RETAIN failed");
+	c = call(VGPU_OP_MEM_ALLOC, bytes, 0, 0, 0, 0, NULL, 0);
+	if (c.result)
+		die("MEM_ALLOC failed");
+	return c.val[0];
+}
+
+/* ---- stuck ----------------------------------------------------------- */
+
+static __attribute__((noreturn)) void stuck(void)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_NOP };
+	unsigned long n = 0;
+
+	/* Answers pile up unread: the CQ fills, then the SQ behind it. */
+	for (;; n++) {
+		s.tag = (uint32_t)(n % W.sq_entries) + 1;
+		if (!submit(&s, NULL, 0, 2000))
+			break;
+	}
+	printf("stuck after %lu calls (SQ %u, CQ %u entries)\n", n, W.sq_entries, W.cq_entries);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* ---- stall ----------------------------------------------------------- */
+
+static uint8_t byte_at(uint64_t i)
+{
+	return (uint8_t)((i * 2654435761u) >> 13);
+}
+
+static void wait_seq(uint32_t c, uint32_t want)
+{
+	for (long i = 0; load_acquire(&R.sh->chunk[c].seq) != want; i++) {
+		if (i > WAIT_S * 10000L)
+			die("a staging chunk never came back");
+		sleep_us(100);
+	}
+}
+
+static void publish(uint32_t c, uint32_t val)
+{
+	store_release(&R.sh->chunk[c].seq, val);
+	smp_mb();	/* seq before flag: pairs with the worker's sleep check */
+	if (read_once(&R.sh->staging_wait) & VGPU_STAGING_WORKER_WAITS)
+		vgpu_bell_ring(R.bell);
+}
+
+static void reset_chunks(void)
+{
+	for (uint32_t c = 0; c < R.staging_chunks; c++)
+		write_once(&R.sh->chunk[c].seq, 0);
+}
+
+static void send_staged(uint64_t dst, uint64_t total, bool stop)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_MEMCPY_HTOD_STAGED, .tag = 1, .ctx = CTX,
+			      .arg = { dst, total } };
+	uint32_t n = R.staging_chunks, chunk = R.staging_chunk;
+	uint64_t done = 0;
+
+	reset_chunks();
+	if (!submit(&s, NULL, 0, WAIT_S * 1000))
+		die("the SQ stays full");
+	for (uint32_t k = 0; done < total; k++) {
+		uint32_t c = k % n, len = total - done < chunk ? (uint32_t)(total - done) : chunk;
+		uint8_t *p = vgpu_staging_chunk(&R, c);
+
+		wait_seq(c, k < n ? 0 : ~(k - n + 1));
+		for (uint32_t i = 0; i < len; i++)
+			p[i] = byte_at(done + i);
+		write_once(&R.sh->chunk[c].len, len);
+		publish(c, k + 1);
+		done += len;
+		if (stop && k == 0) {
+			/* The worker takes this piece and waits for the next one. */
+			printf("mid copy: %u of %llu bytes staged\n", len, (unsigned long long)total);
+			fflush(stdout);
+			raise(SIGSTOP);
+			printf("continued\n");
+			fflush(stdout);
+		}
+	}
+}
+
+static uint64_t recv_staged(uint64_t src, uint64_t total)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_MEMCPY_DTOH_STAGED, .tag = 1, .ctx = CTX,
+			      .arg = { src, total } };
+	uint64_t done = 0, bad = 0;
+
+	reset_chunks();
+	if (!submit(&s, NULL, 0, WAIT_S * 1000))
+		die("the SQ stays full");
+	for (uint32_t k = 0; done < total; k++) {
+		uint32_t c = k % R.staging_chunks, len;
+		const uint8_t *p = vgpu_staging_chunk(&R, c);
+
+		wait_seq(c, k + 1);
+		len = read_once(&R.sh->chunk[c].len);
+		if (!len || len > R.staging_chunk || len > total - done)
+			die("a bad piece length");
+		for (uint32_t i = 0; i < len; i++)
+			bad += p[i] != byte_at(done + i);
+		publish(c, ~(k + 1));
+		done += len;
+	}
+	return bad;
+}
+
+static int stall(void)
+{
+	uint64_t total = 5ull * R.staging_chunk + 12345, buf = setup(total), bad;
+	struct vgpu_cqe c;
+
+	send_staged(buf, total, true);
+	c = reap();
+	expect(CUDA_SUCCESS, c, "the staged copy in completes after SIGCONT");
+	bad = recv_staged(buf, total);
+	c = reap();
+	expect(CUDA_SUCCESS, c, "the staged copy out");
+	check(!bad, "every byte read back is right", (int)(bad > 0));
+	if (!failures)
+		printf("copy: every byte right (%llu bytes)\n", (unsigned long long)total);
+	return failures ? 1 : 0;
+}
+
+/* ---- bad ------------------------------------------------------------- */
+
+static struct vgpu_cqe copy2d(uint64_t src, uint64_t dst, uint64_t sp, uint64_t dp, uint64_t w,
+			      uint64_t h)
+{
+	struct vgpu_copy2d c = { src, dst, sp, dp, w, h };
+
+	return call(VGPU_OP_MEMCPY_2D, 0, 0, 0, 0, 0, &c, sizeof(c));
+}
+
+static struct vgpu_cqe memset2d(uint64_t dst, uint64_t elem, uint64_t count, uint64_t pitch,
+				uint64_t height)
+{
+	return call(VGPU_OP_MEMSET, dst, 0x7f, elem, count, pitch << 32 | height, NULL, 0);
+}
+
+static int bad(void)
+{
+	const uint64_t M = 1ull << 20, buf = setup(M);
+	struct vgpu_cqe c;
+	uint8_t *slot;
+
+	/* 2^30-byte rows times 2^34 + 1 rows: 2^64 + 2^30, 1 GiB once wrapped. */
+	c = call(VGPU_OP_MEM_ALLOC_PITCH, 1ull << 30, (1ull << 34) + 1, 4, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "pitched allocation whose size wraps");
+	c = call(VGPU_OP_MEM_ALLOC_PITCH, UINT64_MAX - 8, 1, 4, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "pitched allocation whose pitch wraps");
+	c = call(VGPU_OP_MEM_ALLOC, UINT64_MAX - (1ull << 20), 0, 0, 0, 0, NULL, 0);
+	check(c.result != CUDA_SUCCESS, "allocation of 2^64 - 1 MiB refused", c.result);
+	/* pitch * (height - 1) = 2^40 * 2^24 = 2^64: the span wraps to width. */
+	c = copy2d(buf, buf + M / 2, 1ull << 40, 1ull << 40, 4096, (1ull << 24) + 1);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "2D copy whose source span wraps");
+	c = copy2d(buf, buf + M / 2, 4096, UINT64_MAX / 2 + 1, 4096, 3);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "2D copy whose destination span wraps");
+	c = copy2d(buf, W.dev_window_base + W.dev_window_size - 8192, 4096, 4096, 4096, 3);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "2D copy past the end of the session's window");
+	c = memset2d(buf, 4, 1024, 0xfffffffcu, 0xffffffffu);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "2D memset of 2^64 bytes");
+	c = memset2d(buf, 2, 4096, 4096, 2);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "2D memset whose rows are wider than the pitch");
+	c = call(VGPU_OP_MEMSET, buf, 0, 4, (1ull << 62) + 1, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "memset D32 of (2^62 + 1) elements (wraps to 4 bytes)");
+	c = call(VGPU_OP_MEMSET, buf, 0, 2, (1ull << 63) + 8, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "memset D16 whose byte count wraps");
+	c = call(VGPU_OP_MEMCPY_DTOD, buf + 16, buf, UINT64_MAX - 15, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "device copy whose end wraps");
+	c = call(VGPU_OP_MEMCPY_DTOD, W.dev_window_base + W.dev_window_size - 8, buf, 16, 0, 0,
+		 NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "device copy past the end of the session's window");
+	c = call(VGPU_OP_MEMCPY_DTOH, buf, 1ull << 63, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "copy to the reply slot of 2^63 bytes");
+	c = call(VGPU_OP_MEMCPY_HTOD_POOL, buf, W.host_pool_base, UINT64_MAX, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "pool copy of 2^64 - 1 bytes");
+	c = call(VGPU_OP_HOST_ALLOC, UINT64_MAX - 100, 0, 0, 0, 0, NULL, 0);
+	check(c.result != CUDA_SUCCESS, "pool allocation of 2^64 - 101 bytes refused", c.result);
+	/* The worker serves on: a memset read back. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	c = call(VGPU_OP_MEMCPY_DTOH, buf, 4096, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a copy back afterwards");
+	slot = vgpu_reply_slot(&R, 1);
+	for (int i = 0; i < 4096 && !c.result; i++)
+		if (slot[i] != 0x5a) {
+			check(false, "the memset's bytes", i);
+			break;
+		}
+	printf("bad: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		die("usage: rawclient stuck|stall|bad");
+	handshake();
+	if (!strcmp(argv[1], "stuck"))
+		stuck();
+	if (!strcmp(argv[1], "stall"))
+		return stall();
+	if (!strcmp(argv[1], "bad"))
+		return bad();
+	die("usage: rawclient stuck|stall|bad");
+}
