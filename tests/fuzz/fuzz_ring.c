@@ -54,6 +54,7 @@ static struct vgpu_welcome WL;
 static uint64_t addrs[NADDR];		/* returned by allocations */
 static unsigned int naddr;
 static bool trace;
+static unsigned long long entries;	/* dispatched, over the whole run */
 
 /* ---- oracles ---------------------------------------------------------- */
 
@@ -196,6 +197,11 @@ static void oracles(struct vgpu_backend *B)
 static uint16_t opcodes[VGPU_OP_MAX];
 static unsigned int nops;
 
+static void report(void)
+{
+	fprintf(stderr, "fuzz_ring: %llu ring entries dispatched\n", entries);
+}
+
 static void prepare(void)
 {
 	const struct worker_config cfg = {
@@ -212,6 +218,7 @@ static void prepare(void)
 	if (worker_prepare(&W, "host", &cfg) || waiter_start(&W))
 		abort();
 	oracles(&W.B);
+	atexit(report);
 	for (size_t t = 0; t < sizeof(tabs) / sizeof(tabs[0]); t++)
 		for (const struct op_desc *d = tabs[t]; d->fn; d++)
 			if (d->opcode != VGPU_OP_MODULE_LOAD)	/* its own harness */
@@ -430,8 +437,10 @@ static void run(const struct vgpu_sqe *in_sqe)
 		abort();	/* every entry is taken before the next */
 	*q = *in_sqe;
 	client_sq_publish(&C);
-	while (worker_sq_pop(&W.ring, &sqe))
+	while (worker_sq_pop(&W.ring, &sqe)) {
 		dispatch_entry(&W, &sqe);
+		entries++;
+	}
 	worker_sq_release(&W.ring);
 	while (waiter_busy())
 		usleep(10);
