@@ -15,7 +15,8 @@
  * Oracles besides the sanitizers: the backend's copies and memsets are
  * wrapped, and trap when the worker hands them a range whose size
  * arithmetic wraps or that lies outside the session's own memory; a
- * pitched allocation must hold pitch * height bytes.
+ * pitched allocation must hold pitch * height bytes; once a session is
+ * torn down, all of the device's memory is free again.
  *
  * Input: a sequence of entries. Per entry, an opcode byte (an index into
  * the opcodes the dispatcher knows, or a raw one), a flags byte (tag,
@@ -272,6 +273,7 @@ static void reset_table(struct obj_table *t)
 
 static void close_session(void)
 {
+	size_t free_b = 0, total_b = 0;
 	struct obj_entry *e;
 	uint32_t i;
 
@@ -299,6 +301,8 @@ static void close_session(void)
 	reset_table(&W.funcs);
 	vmem_destroy(&W.vmem);
 	hostpool_destroy(&W.pool);
+	/* Every byte of device memory the session held is back. */
+	must(!real.cuMemGetInfo_v2(&free_b, &total_b) && free_b == total_b);
 	free(W.pbuf);
 	munmap(W.region, WL.region_size);
 	close(W.region_fd);
