@@ -514,11 +514,26 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 	return worker_wait_client(w, true, (unsigned int)timeout_ms * 1000, "mid copy");
 }
 
+/*
+ * Nothing legitimate comes on the client's socket once its session is
+ * served, but a message left unread there would end every sleep below at
+ * once (it is polled for hang-ups, and so reads readable): a client could
+ * make its worker spin. Whatever arrives is dropped (descriptors too).
+ */
+static void drop_chatter(struct worker *w)
+{
+	char buf[256];
+
+	while (recv(w->sock, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
 /* Sleep until the client rings or goes away; false when it is gone. */
 static bool idle(struct worker *w)
 {
 	uint32_t *flags = w->ring.sq_flags;
 	bool alive;
+	int ret;
 
 	__atomic_or_fetch(flags, VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	smp_mb();	/* flag before re-check: pairs with client_sq_publish */
@@ -528,10 +543,13 @@ static bool idle(struct worker *w)
 	}
 	/* An order from the supervisor arrives on ctl and wakes us; a
 	 * checkpoint or move being prepared on a thread is looked at often. */
-	alive = worker_sq_sleep(&w->ring, w->sock, w->ctl,
-				w->ckpt_job || w->move_job ? 1 : ORDER_POLL_MS) != -EPIPE;
+	ret = worker_sq_sleep(&w->ring, w->sock, w->ctl,
+			      w->ckpt_job || w->move_job ? 1 : ORDER_POLL_MS);
+	alive = ret != -EPIPE;
 	if (!alive)
 		write_once(&w->dead, true);
+	else if (!ret)
+		drop_chatter(w);	/* timed out, or the socket reads readable */
 	__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	return alive;
 }

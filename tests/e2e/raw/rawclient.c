@@ -12,6 +12,9 @@
  *   rawclient bad      entries whose sizes wrap or overflow (pitched
  *                      allocation, 2D copy, memsets, copies, allocations):
  *                      each refused, the worker serving on afterwards
+ *   rawclient chatter  sends a message on its socket after the welcome
+ *                      (nothing is to come there), makes a call, prints
+ *                      "chattered" and sleeps until killed
  *
  * The daemon's socket: $VGPU_SOCKET (vgpu run --socket sets it). Exit 0
  * pass, 1 fail, 2 could not talk to the daemon.
@@ -41,6 +44,7 @@
 
 static struct vgpu_ring R;
 static struct vgpu_welcome W;
+static int sock = -1;
 static int failures;
 
 static __attribute__((noreturn)) void die(const char *what)
@@ -65,24 +69,24 @@ static void handshake(void)
 		.features = VGPU_FEAT_ALL, .pid = (uint32_t)getpid(),
 		.carrier = VGPU_CARRIER_MEMFD, .comm = "rawclient",
 	};
-	int fd, fds[3], nfds = 3, out = STDOUT_FILENO;
+	int fds[3], nfds = 3, out = STDOUT_FILENO;
 	void *region;
 
 	if (!path || strlen(path) >= sizeof(a.sun_path))
 		die("set VGPU_SOCKET");
 	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&a, sizeof(a)) < 0)
 		die("cannot reach vgpud");
-	if (vgpu_send_fds(fd, &h, sizeof(h), &out, 1) != sizeof(h))
+	if (vgpu_send_fds(sock, &h, sizeof(h), &out, 1) != sizeof(h))
 		die("cannot send the hello");
-	if (vgpu_recv_fds(fd, &W, sizeof(W), fds, &nfds) != sizeof(W) || W.status || nfds != 3)
+	if (vgpu_recv_fds(sock, &W, sizeof(W), fds, &nfds) != sizeof(W) || W.status || nfds != 3)
 		die("no welcome");
 	region = mmap(NULL, W.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (region == MAP_FAILED || vgpu_ring_attach(&R, region, W.region_size, &W))
 		die("cannot map the session");
 	R.bell = fds[1];
-	/* The socket stays open (fd): closing it would end the session. */
+	/* The socket stays open: closing it would end the session. */
 }
 
 /* Queues one entry; false when the SQ stayed full for @ms. */
@@ -348,10 +352,26 @@ static int bad(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- chatter ---------------------------------------------------------- */
+
+static __attribute__((noreturn)) void chatter(void)
+{
+	static const char junk[] = "nothing is to come on this socket";
+	struct vgpu_cqe c;
+
+	if (send(sock, junk, sizeof(junk), MSG_NOSIGNAL) != sizeof(junk))
+		die("cannot send on the socket");
+	c = call(VGPU_OP_NOP, 0, 0, 0, 0, 0, NULL, 0);
+	printf("chattered: a call afterwards got %d\n", c.result);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad");
+		die("usage: rawclient stuck|stall|bad|chatter");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -359,5 +379,7 @@ int main(int argc, char **argv)
 		return stall();
 	if (!strcmp(argv[1], "bad"))
 		return bad();
-	die("usage: rawclient stuck|stall|bad");
+	if (!strcmp(argv[1], "chatter"))
+		chatter();
+	die("usage: rawclient stuck|stall|bad|chatter");
 }
