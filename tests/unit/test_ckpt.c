@@ -1524,6 +1524,110 @@ static void test_chain_fds(void)
 	unlink(fifo);
 }
 
+/*
+ * Seeds for tests/fuzz/fuzz_ckpt.c (test_ckpt --fuzz-seeds DIR): real files
+ * from this writer, framed as the harness reads its input (byte 0: the mode,
+ * 0x80 "reseal"; a chain: the child's length, the child, the parent). Each
+ * under 64 KiB.
+ */
+static int seed_put(const char *out, const char *name, uint8_t mode, const char *child,
+		    const char *parent)
+{
+	size_t clen = 0, plen = 0;
+	uint8_t *c = get_file(child, &clen), *p = parent ? get_file(parent, &plen) : NULL;
+	uint8_t head[5] = { mode, (uint8_t)clen, (uint8_t)(clen >> 8), (uint8_t)(clen >> 16),
+			    (uint8_t)(clen >> 24) };
+	char f[600];
+	FILE *fp;
+	int ok;
+
+	snprintf(f, sizeof(f), "%s/%s", out, name);
+	fp = fopen(f, "w");
+	ok = fp && c && (!parent || p) &&
+	     fwrite(head, 1, parent ? 5 : 1, fp) == (parent ? 5u : 1u) &&
+	     fwrite(c, 1, clen, fp) == clen && (!parent || fwrite(p, 1, plen, fp) == plen);
+	if (fp && fclose(fp))
+		ok = 0;
+	free(c);
+	free(p);
+	if (ok && 1 + (parent ? 4 : 0) + clen + plen > 64 << 10)
+		printf("%s: %zu bytes, over 64 KiB\n", name, 5 + clen + plen);
+	return ok ? 0 : -EIO;
+}
+
+static int fuzz_seeds(const char *out)
+{
+	static const struct spec full[] = {
+		{ VGPU_CKPT_SEC_ALLOCS, 0, 48, 0, 0, 0, 1 },
+		{ VGPU_CKPT_SEC_ALLOC_DATA, 0x7f0000200000ull, 3000, 1, 0, 0, 2 },
+		{ VGPU_CKPT_SEC_ALLOC_DATA, 0x7f0000400000ull, 0, 0, 0, 0, 3 },
+		{ VGPU_CKPT_SEC_MODULES, 0, 40, 0, 0, 0, 4 },
+		{ VGPU_CKPT_SEC_CONTEXT, 0, 64, 0, VGPU_CKPT_B_RAW, 0, 5 },
+	};
+	static const struct spec pspec[] = {
+		{ VGPU_CKPT_SEC_ALLOCS, 0, 32, 0, 0, 0, 11 },
+		{ VGPU_CKPT_SEC_ALLOC_DATA, 1, 2000, 1, 0, 0, 12 },
+		{ VGPU_CKPT_SEC_ALLOC_DATA, 2, 1000, 0, 0, 0, 13 },
+	};
+	static const uint64_t recs[4] = { 1, 2, 3, 4 };
+	char pp[320], cp[320], fp[320], msg[VGPU_CKPT_MSG];
+	struct vgpu_ckpt_writer_opts o;
+	struct vgpu_ckpt_reader *p;
+	struct vgpu_ckpt_writer *w;
+	int ret = 0;
+
+	snprintf(fp, sizeof(fp), "%s/seed-full.vgc", dir);
+	snprintf(pp, sizeof(pp), "%s/seed-parent.vgc", dir);
+	snprintf(cp, sizeof(cp), "%s/seed-child.vgc", dir);
+	for (int z = 0; z <= have_zstd && !ret; z++) {
+		char name[32];
+
+		wopts(&o, z ? 3 : 0, 0);
+		unlink(fp);
+		ret = write_file(fp, &o, full, 5, 1000, msg);
+		snprintf(name, sizeof(name), "full%s", z ? "-zstd" : "");
+		if (!ret)
+			ret = seed_put(out, name, 0, fp, NULL);
+		snprintf(name, sizeof(name), "full%s-resealed", z ? "-zstd" : "");
+		if (!ret)
+			ret = seed_put(out, name, 0x80, fp, NULL);
+		/* An incremental child on its parent: its own records, a PARENT
+		 * section naming the parent, references to two of its sections. */
+		unlink(pp);
+		unlink(cp);
+		if (!ret)
+			ret = write_file(pp, &o, pspec, 3, 1000, msg);
+		if (!ret)
+			ret = vgpu_ckpt_reader_open(&p, pp, NULL, 0, msg);
+		if (ret)
+			break;
+		o.parent = p;
+		ret = vgpu_ckpt_writer_open(&w, cp, &o, msg);
+		if (!ret) {
+			ret = vgpu_ckpt_begin(w, VGPU_CKPT_SEC_PARENT, 0, 0, 0) ||
+			      vgpu_ckpt_write(w, "/var/lib/vgpu/seed-parent.vgc", 29) || vgpu_ckpt_end(w) ||
+			      vgpu_ckpt_begin(w, VGPU_CKPT_SEC_STREAMS, 0, 2, 0) ||
+			      vgpu_ckpt_write(w, recs, sizeof(recs)) || vgpu_ckpt_end(w) ||
+			      vgpu_ckpt_ref_parent(w, VGPU_CKPT_SEC_ALLOC_DATA, 1) ||
+			      vgpu_ckpt_ref_parent(w, VGPU_CKPT_SEC_ALLOC_DATA, 2) ||
+			      vgpu_ckpt_finish(w);
+			if (ret)
+				snprintf(msg, sizeof(msg), "%s", vgpu_ckpt_writer_error(w));
+			vgpu_ckpt_writer_close(w);
+		}
+		vgpu_ckpt_reader_close(p);
+		for (int m = 0; m < 3 && !ret; m++) {
+			snprintf(name, sizeof(name), "chain%s-%d", z ? "-zstd" : "", m);
+			ret = seed_put(out, name, (uint8_t)(0xc1 | m << 1), cp, pp);
+		}
+		if (!ret)
+			ret = seed_put(out, z ? "child-alone-zstd" : "child-alone", 0x80, cp, NULL);
+	}
+	if (ret)
+		printf("fuzz seeds: %s\n", msg);
+	return ret ? 1 : 0;
+}
+
 /* ---- failures while writing ------------------------------------------ */
 
 static const struct spec big = { VGPU_CKPT_SEC_ALLOC_DATA, 1, 4 << 20, 0, 0, 0, 41 };
@@ -1724,6 +1828,15 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/checkpoint.vgc", dir);
 	snprintf(path2, sizeof(path2), "%s/damaged.vgc", dir);
 	have_zstd = vgpu_zstd(NULL) != NULL;
+	if (argc == 3 && !strcmp(argv[1], "--fuzz-seeds")) {
+		char cmd[300];
+
+		st = fuzz_seeds(argv[2]);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			printf("could not remove %s\n", dir);
+		return st;
+	}
 	have_uring = io_uring_queue_init(4, &ring, 0) == 0;
 	if (have_uring)
 		io_uring_queue_exit(&ring);
