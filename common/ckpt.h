@@ -21,11 +21,13 @@
  *   the temporary file; PATH is only ever replaced by a complete, synced file.
  *
  * Reader
- *   vgpu_ckpt_reader_open   validates the header, the table and every
+ *   vgpu_ckpt_reader_open   (or _open_fd, on a descriptor: regular files only)
+ *                           validates the header, the table and every
  *                           section's bounds; with VGPU_CKPT_VERIFY every
  *                           section's checksum and the zero padding too; and
  *                           that the file suits this GPU and driver
  *   vgpu_ckpt_section_at / vgpu_ckpt_find     the table
+ *   vgpu_ckpt_open_chain    (or _chain_fds) a file and all its parents
  *   vgpu_ckpt_attach_parent (incremental) the parent, checked against the
  *                           header; SF_PARENT sections then read from it
  *   vgpu_ckpt_read_begin / vgpu_ckpt_read     a section's raw bytes in pieces
@@ -35,7 +37,8 @@
  *                           and 0 (end) means every byte was good.
  *   One section is read at a time per reader; open the file again for more.
  *
- * Errors are -errno, with a message naming the file and what is wrong:
+ * Errors are -errno, with a message naming the file (vgpu_ckpt_show: bounded,
+ * escaped) and what is wrong, never quoting the file's bytes:
  *   -EBADMSG          damaged or inconsistent: truncated, checksum mismatch,
  *                     an offset or length out of bounds, bad compressed data
  *   -ENOEXEC          not a checkpoint (magic)
@@ -44,6 +47,8 @@
  *   -EXDEV            made on another GPU or a newer driver (the message
  *                     names both), or another parent
  *   -ENOPKG           compression needs libzstd.so.1, which cannot be loaded
+ *   -EINVAL           not a regular file (a FIFO, a directory, a device), or
+ *                     a misuse (unknown flags, a descriptor no parent)
  *   others            from the system: -ENOSPC, -EIO, -EFBIG, -EEXIST, ...
  */
 #ifndef VGPU_CKPT_API_H

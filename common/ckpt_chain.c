@@ -82,7 +82,7 @@ static int open_link(struct chain_src *c, unsigned k, const char *written,
 			return -ENOENT;
 		}
 		if (k)
-			snprintf(nm, sizeof(nm), "parent %u of %s", k, vgpu_ckpt_show(c->name, shown));
+			snprintf(nm, sizeof(nm), "%s (parent %u)", vgpu_ckpt_show(c->name, shown), k);
 		return vgpu_ckpt_reader_open_fd(r, c->fds[k], k ? nm : c->name, ex, flags, why);
 	}
 	if (k) {
@@ -106,7 +106,7 @@ static void link_error(const struct chain_src *c, int ret, const char *why, char
 	size_t n;
 
 	if (c->fds) {
-		/* "... was not given", or the reader's, naming "parent k of NAME". */
+		/* "... was not given", or the reader's, naming "NAME (parent k)". */
 		snprintf(err, VGPU_CKPT_MSG, "%s", why);
 		return;
 	}

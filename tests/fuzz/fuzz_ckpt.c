@@ -15,6 +15,8 @@
  *         CRC recomputed wherever the fields it holds allow, so that mutations
  *         get past the checksums into the checks behind them; bit 6 then also
  *         makes the child's parent_header_crc the parent's.
+ *   bit 5: the files must suit a GPU and driver (the seeds'), bit 4: this
+ *         very GPU and driver.
  * Whatever opens has every section walked: resolved, read whole (capped),
  * and read as a record table.
  */
@@ -29,6 +31,14 @@
 #include "ckpt_crc.h"
 
 #define CAP (4u << 20)	/* raw bytes read whole per section */
+
+/* What the seeds were made on (tests/unit/test_ckpt.c). */
+static const struct vgpu_ckpt_gpu gpu = {
+	.name = "NVIDIA H100 80GB HBM3",
+	.uuid = { 0x5b, 0x1e, 0x2c, 0x3d, 0x01, 0x02, 0x03, 0x04,
+		  0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c },
+	.cc_major = 9, .cc_minor = 0, .total_mem = 80ull << 30,
+};
 
 /* A file holding len bytes of data; -1 if none can be made. */
 static int file_of(const uint8_t *data, size_t len)
@@ -86,7 +96,18 @@ static void walk(struct vgpu_ckpt_reader *r)
 		size_t n, len;
 
 		vgpu_ckpt_resolve(r, i, &rr, &ri);
-		(void)vgpu_ckpt_section_at(rr, ri);
+		s = vgpu_ckpt_section_at(rr, ri);
+		/* As the daemon's copy threads do: pread the plain stored bytes. */
+		if (s && !(s->flags & VGPU_CKPT_SF_PARENT) && s->compression == VGPU_CKPT_COMP_NONE &&
+		    s->stored_len <= CAP && (buf = malloc(s->stored_len + 1))) {
+			ssize_t got = pread(vgpu_ckpt_reader_fd(rr), buf, s->stored_len,
+					    (off_t)s->offset);
+
+			if (got == (ssize_t)s->stored_len)
+				vgpu_ckpt_check_crc(rr, ri, vgpu_crc32c(0, buf, s->stored_len));
+			free(buf);
+		}
+		s = vgpu_ckpt_section_at(r, i);
 		if (vgpu_ckpt_find(r, s->type, s->id) < 0)
 			abort();	/* every section is found by its key */
 		if (!vgpu_ckpt_read_whole(r, i, CAP, &buf, &len))
@@ -102,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vgpu_ckpt_reader *r = NULL;
 	char err[VGPU_CKPT_MSG];
 	int fds[3] = { -1, -1, -1 };
+	struct vgpu_ckpt_expect exs = { &gpu, 13000, 0 }, *ex = NULL;
 	uint8_t *b, mode;
 	int ret;
 
@@ -109,6 +131,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(b, data, size);
 	mode = b[0];
+	if (mode & 0x20) {
+		exs.match = mode & 0x10 ? VGPU_CKPT_SAME_GPU | VGPU_CKPT_SAME_DRIVER : 0;
+		ex = &exs;
+	}
 	if (!(mode & 1)) {
 		if (mode & 0x80)
 			reseal(b + 1, size - 1);
@@ -117,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(b);
 			return 0;
 		}
-		ret = vgpu_ckpt_reader_open_fd(&r, fds[0], "fuzz", NULL, VGPU_CKPT_VERIFY, err);
+		ret = vgpu_ckpt_reader_open_fd(&r, fds[0], "fuzz", ex, VGPU_CKPT_VERIFY, err);
 	} else {
 		static const unsigned counts[3] = { 2, 1, 3 };
 		unsigned nfds = counts[(mode >> 1 & 3) % 3];
@@ -153,7 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ret = -1;
 			goto out;
 		}
-		ret = vgpu_ckpt_open_chain_fds(&r, fds, nfds, "fuzz", NULL, VGPU_CKPT_VERIFY, err);
+		ret = vgpu_ckpt_open_chain_fds(&r, fds, nfds, "fuzz", ex, VGPU_CKPT_VERIFY, err);
 	}
 	/* A message always fits and is terminated. */
 	if (ret && strnlen(err, VGPU_CKPT_MSG) >= VGPU_CKPT_MSG)

@@ -1494,13 +1494,13 @@ static void test_chain_fds(void)
 	CHECK(ret == -EINVAL && !r, "child and parent swapped: %s", msg);
 	ret = vgpu_ckpt_open_chain_fds(&r, (int[]){ fds[0], fds[2] }, 2, "restore", NULL, 0, msg);
 	CHECK(ret == -EXDEV && !r && strstr(msg, "its parent is checkpoint") &&
-	      strstr(msg, "parent 1 of restore"), "another checkpoint as the parent: %s", msg);
+	      strstr(msg, "restore (parent 1)"), "another checkpoint as the parent: %s", msg);
 	ret = vgpu_ckpt_open_chain_fds(&r, (int[]){ fds[0], fds[0] }, 2, "restore", NULL, 0, msg);
 	CHECK(ret == -EXDEV && !r, "itself as its parent: %s", msg);
 	alarm(10);
 	ret = vgpu_ckpt_open_chain_fds(&r, (int[]){ fds[0], fds[3] }, 2, "restore", NULL, 0, msg);
 	alarm(0);
-	CHECK(ret == -EINVAL && !r && !strcmp(msg, "parent 1 of restore is not a regular file (a FIFO)"),
+	CHECK(ret == -EINVAL && !r && !strcmp(msg, "restore (parent 1) is not a regular file (a FIFO)"),
 	      "a FIFO as the parent: %s", msg);
 	ret = vgpu_ckpt_open_chain_fds(&r, (int[]){ fds[3] }, 1, NULL, NULL, 0, msg);
 	CHECK(ret == -EINVAL && !strcmp(msg, "checkpoint is not a regular file (a FIFO)"),
@@ -1591,6 +1591,9 @@ static int fuzz_seeds(const char *out)
 		snprintf(name, sizeof(name), "full%s-resealed", z ? "-zstd" : "");
 		if (!ret)
 			ret = seed_put(out, name, 0x80, fp, NULL);
+		snprintf(name, sizeof(name), "full%s-expect", z ? "-zstd" : "");
+		if (!ret)
+			ret = seed_put(out, name, 0xb0, fp, NULL);
 		/* An incremental child on its parent: its own records, a PARENT
 		 * section naming the parent, references to two of its sections. */
 		unlink(pp);
