@@ -1537,6 +1537,7 @@ static int seed_put(const char *out, const char *name, uint8_t mode, const char 
 	uint8_t *c = get_file(child, &clen), *p = parent ? get_file(parent, &plen) : NULL;
 	uint8_t head[5] = { mode, (uint8_t)clen, (uint8_t)(clen >> 8), (uint8_t)(clen >> 16),
 			    (uint8_t)(clen >> 24) };
+	size_t hlen = mode & 1 ? 5 : 1;	/* a chain: the child's length */
 	char f[600];
 	FILE *fp;
 	int ok;
@@ -1544,14 +1545,14 @@ static int seed_put(const char *out, const char *name, uint8_t mode, const char 
 	snprintf(f, sizeof(f), "%s/%s", out, name);
 	fp = fopen(f, "w");
 	ok = fp && c && (!parent || p) &&
-	     fwrite(head, 1, parent ? 5 : 1, fp) == (parent ? 5u : 1u) &&
+	     fwrite(head, 1, hlen, fp) == hlen &&
 	     fwrite(c, 1, clen, fp) == clen && (!parent || fwrite(p, 1, plen, fp) == plen);
 	if (fp && fclose(fp))
 		ok = 0;
 	free(c);
 	free(p);
-	if (ok && 1 + (parent ? 4 : 0) + clen + plen > 64 << 10)
-		printf("%s: %zu bytes, over 64 KiB\n", name, 5 + clen + plen);
+	if (ok && hlen + clen + plen > 64 << 10)
+		printf("%s: %zu bytes, over 64 KiB\n", name, hlen + clen + plen);
 	return ok ? 0 : -EIO;
 }
 
@@ -1625,6 +1626,19 @@ static int fuzz_seeds(const char *out)
 		}
 		if (!ret)
 			ret = seed_put(out, z ? "child-alone-zstd" : "child-alone", 0x80, cp, NULL);
+	}
+	/* A child alone whose recorded parent path is 4,000 hostile bytes: the
+	 * "was not given" message names it (finding 1 of issue 10). */
+	if (!ret) {
+		char *lp = malloc(4001);
+
+		memset(lp, 'p', 4000);
+		memcpy(lp, "/\x1b[2J\a", 6);
+		lp[4000] = 0;
+		ret = chain_files(pp, cp, lp, msg);
+		free(lp);
+		if (!ret)
+			ret = seed_put(out, "child-long-parent", 0x83, cp, NULL);
 	}
 	if (ret)
 		printf("fuzz seeds: %s\n", msg);
