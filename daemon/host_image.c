@@ -336,13 +336,14 @@ static struct host_image_global *add_global(struct host_image *img, const char *
 	return g;
 }
 
+/* 0, -1 out of memory, 1 an index past any kernel's: the layout is unknown. */
 static int add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size)
 {
 	uint32_t *o, *s;
 	int n = k->nparams < 0 ? 0 : k->nparams;
 
 	if (idx >= 4096)
-		return -1;
+		return 1;
 	if ((int)idx >= n) {
 		o = realloc(k->param_off, (idx + 1) * sizeof(*o));
 		if (!o)
@@ -579,9 +580,14 @@ static int elf_params(const struct elf *f, struct host_image_kernel *k)
 				break;
 			if (attr == EIATTR_KPARAM_INFO && len >= 16) {
 				uint32_t fl = rd32(p + 12);
+				int r = add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff);
 
-				if (add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff))
+				if (r < 0)
 					return -1;
+				if (r) {
+					k->nparams = -1;
+					return 0;
+				}
 			}
 		} else if (fmt < 1 || fmt > 3) {
 			k->nparams = -1;	/* a record we cannot step over */
@@ -818,7 +824,8 @@ static int tok_num(const struct lex *x, uint64_t *v)
 	return 0;
 }
 
-/* After '=': {a, b, {c}} or a single value, up to ';'. */
+/* After '=': {a, b, {c}} or a single value, up to ';'; esz the scalar's size
+ * (a vector's elements are listed one by one; .b128 holds a 64-bit value). */
 static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 {
 	uint64_t idx = 0, v;
@@ -835,7 +842,7 @@ static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 			continue;
 		}
 		if ((idx + 1) * esz <= g->size)
-			memcpy(g->init + idx * esz, &v, esz);
+			memcpy(g->init + idx * esz, &v, esz < sizeof(v) ? esz : sizeof(v));
 		idx++;
 	}
 	if (bad)
@@ -844,10 +851,18 @@ static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 	return 0;
 }
 
+/* count elements of esz bytes, no more than a device could hold. */
+static int global_size(struct host_image_global *g, uint64_t count, unsigned esz)
+{
+	if (__builtin_mul_overflow(count, (uint64_t)esz, &g->size) || g->size > MAX_INFLATED)
+		return -1;
+	return 0;
+}
+
 /* A .global or .const declaration at module scope, up to its ';'. */
 static int ptx_global(struct lex *x, struct host_image *img)
 {
-	unsigned esz = 0, vec = 1;
+	unsigned esz = 0, scalar = 0, vec = 1;
 	uint64_t align = 0, count = 1;
 	struct host_image_global *g = NULL;
 
@@ -866,7 +881,8 @@ static int ptx_global(struct lex *x, struct host_image *img)
 				;
 			return 0;
 		} else if (type_size(x)) {
-			esz = type_size(x) * vec;
+			scalar = type_size(x);
+			esz = scalar * vec;
 		} else if (!g && x->tok[0] != '.' && esz) {
 			g = add_global(img, x->tok, x->len);
 			if (!g)
@@ -878,17 +894,17 @@ static int ptx_global(struct lex *x, struct host_image *img)
 				n = 0;	/* [] : sized elsewhere */
 			else if (!next(x) || !is(x, "]"))
 				return 0;
-			count *= n;
+			if (__builtin_mul_overflow(count, n, &count))
+				return -1;
 		} else if (g && is(x, "=")) {
-			g->size = count * esz;
-			if (ptx_init(x, g, esz))
+			/* Sized before the initializer is allocated: the text chooses it. */
+			if (global_size(g, count, esz) || ptx_init(x, g, scalar))
 				return -1;
 			break;
 		}
 	}
 	if (g) {
-		g->size = count * esz;
-		if (g->size > MAX_INFLATED)
+		if (global_size(g, count, esz))
 			return -1;
 		g->align = align ? align : esz;
 		if (g->align > 4096 || (g->align & (g->align - 1)))
@@ -902,6 +918,7 @@ static int ptx_params(struct lex *x, struct host_image_kernel *k)
 {
 	uint32_t off = 0;
 	unsigned idx = 0;
+	int r;
 
 	k->nparams = 0;
 	while (next(x) && !is(x, ")")) {
@@ -916,21 +933,26 @@ static int ptx_params(struct lex *x, struct host_image_kernel *k)
 			if (is(x, ".ptr"))
 				ptr = 1;
 			else if (is(x, ".align") && next(x) && !tok_num(x, &n) && !ptr)
-				align = (unsigned)n;
+				align = n > 4096 ? 3 : (unsigned)n;	/* 3: refused below */
 			else if (type_size(x) && !esz)
 				esz = type_size(x);
-			else if (is(x, "[") && next(x) && !tok_num(x, &n))
-				count *= n;
-		}
-		if (!esz || count > 0x3fff) {
-			k->nparams = -1;
-			return 0;
+			else if (is(x, "[") && next(x) && !tok_num(x, &n) &&
+				 __builtin_mul_overflow(count, n, &count))
+				count = UINT64_MAX;
 		}
 		if (!align)
 			align = esz;
+		if (!esz || count > 0x3fff || (align & (align - 1))) {
+			k->nparams = -1;	/* a layout we do not know */
+			return 0;
+		}
 		off = (off + align - 1) & ~(align - 1);
-		if (add_param(k, idx++, off, (uint32_t)(count * esz)))
-			return -1;
+		r = add_param(k, idx++, off, (uint32_t)(count * esz));
+		if (r) {
+			if (r > 0)
+				k->nparams = -1;
+			return r < 0 ? -1 : 0;
+		}
 		off += (uint32_t)(count * esz);
 		if (is(x, ")"))
 			break;
