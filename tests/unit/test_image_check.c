@@ -205,6 +205,9 @@ static void test_elf(void)
 	MUTATE(offsetof(Elf64_Ehdr, e_phnum), put16, 0xfff0);
 	MUTATE(offsetof(Elf64_Ehdr, e_phentsize), put16, 4);
 	MUTATE(offsetof(Elf64_Ehdr, e_ehsize), put16, 8);
+	CHECK(eh.e_phnum > 0);	/* a segment past the end */
+	MUTATE(eh.e_phoff + offsetof(Elf64_Phdr, p_filesz), put64, 1ull << 40);
+	MUTATE(eh.e_phoff + offsetof(Elf64_Phdr, p_offset), put64, 0xffffffffffffff00ull);
 	/* Section 0 holds the counts when e_shnum is 0: a huge one. */
 	memcpy(d, good, len);
 	put16(d + offsetof(Elf64_Ehdr, e_shnum), 0);
