@@ -80,41 +80,6 @@ static bool span(uint64_t off, uint64_t n, uint64_t lim, uint64_t *end)
 	return true;
 }
 
-/* Where the fatbin entry at pos ends, within a container ending at total; 0 if it does not. */
-static uint64_t entry_end(const uint8_t *d, uint64_t pos, uint64_t total)
-{
-	const uint8_t *e = d + pos;
-	uint64_t end = 0, flags;
-	uint32_t ehs;
-
-	if (total - pos < MIN_ENTRY)
-		return 0;
-	ehs = rd32(e + 4);
-	if (ehs < MIN_ENTRY || ehs > MAX_ENTRY_HDR || !span(pos, ehs, total, &end) ||
-	    !span(end, rd64(e + 8), total, &end))
-		return 0;
-	flags = rd64(e + 40);
-	/* Compressed: the sizes at 16 and 56 are read, and the first must fit the payload. */
-	if ((flags & (FAT_LZ4 | FAT_ZSTD)) && (ehs < 64 || rd32(e + 16) > rd64(e + 8)))
-		return 0;
-	return end;
-}
-
-static int fatbin_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
-{
-	uint64_t total = 0, pos, next;
-
-	if (lim < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), lim, &total))
-		return -EINVAL;
-	for (pos = rd16(d + 6); pos < total; pos = next) {
-		next = entry_end(d, pos, total);
-		if (!next)
-			return -EINVAL;
-	}
-	*extent = total;
-	return 0;
-}
-
 /* A string table's strings all end inside it. */
 static bool strtab_ok(const uint8_t *d, const Elf64_Shdr *s)
 {
@@ -238,6 +203,52 @@ static int elf_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
 		}
 	}
 	*extent = end;
+	return 0;
+}
+
+/* A cubin entry: an ELF whose headers reach no further than its n bytes. */
+static bool elf_within(const uint8_t *d, uint64_t n)
+{
+	uint64_t extent;
+
+	return n >= SELFMAG && !memcmp(d, ELFMAG, SELFMAG) && !elf_bounds(d, n, &extent);
+}
+
+/* Where the fatbin entry at pos ends, within a container ending at total; 0 if it does not. */
+static uint64_t entry_end(const uint8_t *d, uint64_t pos, uint64_t total)
+{
+	const uint8_t *e = d + pos;
+	uint64_t end = 0, flags;
+	uint32_t ehs;
+
+	if (total - pos < MIN_ENTRY)
+		return 0;
+	ehs = rd32(e + 4);
+	if (ehs < MIN_ENTRY || ehs > MAX_ENTRY_HDR || !span(pos, ehs, total, &end) ||
+	    !span(end, rd64(e + 8), total, &end))
+		return 0;
+	flags = rd64(e + 40);
+	/* Compressed: the sizes at 16 and 56 are read, and the first must fit the payload. */
+	if (flags & (FAT_LZ4 | FAT_ZSTD))
+		return ehs >= 64 && rd32(e + 16) <= rd64(e + 8) ? end : 0;
+	/* A cubin is read where it lies: its own headers must stay in its payload. */
+	if (rd16(e) == FAT_ELF && !elf_within(e + ehs, end - pos - ehs))
+		return 0;
+	return end;
+}
+
+static int fatbin_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
+{
+	uint64_t total = 0, pos, next;
+
+	if (lim < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), lim, &total))
+		return -EINVAL;
+	for (pos = rd16(d + 6); pos < total; pos = next) {
+		next = entry_end(d, pos, total);
+		if (!next)
+			return -EINVAL;
+	}
+	*extent = total;
 	return 0;
 }
 

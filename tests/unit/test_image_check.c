@@ -271,6 +271,10 @@ static void test_fatbin(void)
 	MUTATE(hs + 4, put32, 16);
 	MUTATE(hs + 8, put64, psize + 1);		/* entry payload size */
 	MUTATE(hs + 8, put64, 0xffffffffffffffc0ull);
+	/* The cubin entry's section table past its payload, still inside the fatbin. */
+	MUTATE(hs + ehs + offsetof(Elf64_Ehdr, e_shoff), put64, psize);
+	MUTATE(hs + ehs + offsetof(Elf64_Ehdr, e_shnum), put16, 0xffff);
+	MUTATE(hs + ehs, put32, 0x12345678);		/* a cubin entry that is no ELF */
 	MUTATE(second + 16, put32, 0xfffffff0u);	/* compressed size */
 	memcpy(&psize, good + second + 8, 8);
 	MUTATE(second + 16, put32, (uint32_t)psize + 1);
