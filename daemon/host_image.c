@@ -106,17 +106,18 @@ static int symtab_bounds(const uint8_t *d, const Elf64_Shdr *s, uint64_t shoff,
 	return 0;
 }
 
-/* Notes: records of 12 bytes, then name and description, each padded to 4. */
+/* Notes: records of 12 bytes, then name and description, each padded to
+ * 4 (nvcc's), or to 8 in a section aligned so (as some 64-bit producers do). */
 static int notes_bounds(const uint8_t *d, const Elf64_Shdr *s)
 {
 	const uint8_t *p = d + s->sh_offset;
-	uint64_t pos = 0, end;
+	uint64_t pos = 0, end, pad = s->sh_addralign == 8 ? 7 : 3;
 
 	while (pos < s->sh_size) {
 		end = 0;
 		if (!span(pos, 12, s->sh_size, &end) ||
-		    !span(end, ((uint64_t)rd32(p + pos) + 3) & ~3ull, s->sh_size, &end) ||
-		    !span(end, ((uint64_t)rd32(p + pos + 4) + 3) & ~3ull, s->sh_size, &end))
+		    !span(end, ((uint64_t)rd32(p + pos) + pad) & ~pad, s->sh_size, &end) ||
+		    !span(end, ((uint64_t)rd32(p + pos + 4) + pad) & ~pad, s->sh_size, &end))
 			return -EINVAL;
 		pos = end;
 	}
