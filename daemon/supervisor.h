@@ -9,6 +9,7 @@
 #ifndef VGPU_SUPERVISOR_H
 #define VGPU_SUPERVISOR_H
 
+#include "admission.h"
 #include "worker.h"
 
 struct supervisor_config {
@@ -22,6 +23,7 @@ struct supervisor_config {
 	const char *checkpoint_on_exit;	/* folder: suspend every session there on SIGTERM */
 	const char *restore;		/* folder: sessions suspended there come back */
 	unsigned int drain_timeout;	/* seconds a drain may take */
+	struct admission_limits limits;	/* per user: sessions, waiting, hello time */
 	struct worker_config worker;
 };
 
