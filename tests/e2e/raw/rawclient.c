@@ -231,7 +231,8 @@ static void send_staged(uint64_t dst, uint64_t total, bool stop)
 		done += len;
 		if (stop && k == 0) {
 			/* The worker takes this piece and waits for the next one. */
-			printf("mid copy: %u of %llu bytes staged\n", len, (unsigned long long)total);
+			printf("mid copy: %u of %llu bytes staged\n", len,
+			       (unsigned long long)total);
 			fflush(stdout);
 			raise(SIGSTOP);
 			printf("continued\n");
