@@ -12,6 +12,9 @@
  *   rawclient bad      entries whose sizes wrap or overflow (pitched
  *                      allocation, 2D copy, memsets, copies, allocations):
  *                      each refused, the worker serving on afterwards
+ *   rawclient callback asks for a host function and, once the worker asks
+ *                      for it to run, never acknowledges it: prints
+ *                      "callback asked" and sleeps until killed
  *   rawclient chatter  sends a message on its socket after the welcome
  *                      (nothing is to come there), makes a call, prints
  *                      "chattered" and sleeps until killed
@@ -353,6 +356,25 @@ static int bad(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- callback --------------------------------------------------------- */
+
+static __attribute__((noreturn)) void callback(void)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_HOST_FUNC, .ctx = CTX, .arg = { 42 } };
+	struct vgpu_cqe c = call(VGPU_OP_PRIMARY_RETAIN, CTX, 0, 0, 0, 0, NULL, 0);
+
+	if (c.result || !submit(&s, NULL, 0, WAIT_S * 1000))
+		die("cannot ask for a host function");
+	c = reap();
+	if (c.tag || c.val[0] != 42)
+		die("the worker did not ask for the host function");
+	printf("callback asked (sequence %llu), never acknowledged\n",
+	       (unsigned long long)c.val[1]);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 /* ---- chatter ---------------------------------------------------------- */
 
 static __attribute__((noreturn)) void chatter(void)
@@ -372,7 +394,7 @@ static __attribute__((noreturn)) void chatter(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter");
+		die("usage: rawclient stuck|stall|bad|chatter|callback");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -382,5 +404,7 @@ int main(int argc, char **argv)
 		return bad();
 	if (!strcmp(argv[1], "chatter"))
 		chatter();
-	die("usage: rawclient stuck|stall|bad|chatter");
+	if (!strcmp(argv[1], "callback"))
+		callback();
+	die("usage: rawclient stuck|stall|bad|chatter|callback");
 }
