@@ -11,29 +11,39 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ctl_request.h"
 #include "vgpu/ctl.h"
 
 #define ADMIN_MAX_SESSIONS 1024
 
 struct ckpt_answer;
 
+/*
+ * Every operation gets the caller: a session that is not @who's (ctl_may)
+ * is treated as one that does not exist, not listed and "no session N".
+ */
 struct admin_ops {
 	/* Fills up to max records (only session @id unless it is 0). */
-	size_t (*list_sessions)(struct vgpu_ctl_session *out, size_t max, uint64_t id);
+	size_t (*list_sessions)(const struct ctl_caller *who, struct vgpu_ctl_session *out,
+				size_t max, uint64_t id);
 	/* Orders session @id's checkpoint to @path; the answer comes later
 	 * through admin_checkpointed(slot). Else -errno, and why in @why. */
-	int (*checkpoint)(int slot, uint64_t id, uint32_t flags, const char *path,
-			  char *why, size_t len);
+	int (*checkpoint)(const struct ctl_caller *who, int slot, uint64_t id, uint32_t flags,
+			  const char *path, char *why, size_t len);
 	/* Orders session @id's move to another worker (onto GPU @gpu; -1:
 	 * its own), answered the same way. */
-	int (*migrate)(int slot, uint64_t id, int gpu, char *why, size_t len);
+	int (*migrate)(const struct ctl_caller *who, int slot, uint64_t id, int gpu, char *why,
+		       size_t len);
 	/* Registers the suspended session in @path (to come back on GPU @gpu;
 	 * -1: GPU 0): 0 (answered at once) or -errno and why. */
-	int (*restore)(const char *path, int gpu, char *why, size_t len);
+	int (*restore)(const struct ctl_caller *who, const char *path, int gpu, char *why,
+		       size_t len);
 };
 
-void admin_init(const struct admin_ops *ops);
-/* Takes an accepted connection: its slot, or -1 (closed: too many). */
+/* admin_gid: members act on every session, as root does; (gid_t)-1: none. */
+void admin_init(const struct admin_ops *ops, gid_t admin_gid);
+/* Takes an accepted connection and who is on its other end (SO_PEERCRED,
+ * SO_PEERGROUPS): its slot, or -1 (closed: too many, or no credentials). */
 int admin_add(int fd);
 int admin_fd(int slot);
 /* Where the slot's request is read to. */

@@ -105,6 +105,17 @@ static struct {
 	struct ksession ks[MAX_KMOD_SESSIONS];
 } sv;
 
+/* @dir and the folders above it, 0755 where they are missing. */
+static void make_dirs(char *dir)
+{
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = 0;
+		mkdir(dir, 0755);
+		*p = '/';
+	}
+	mkdir(dir, 0755);
+}
+
 static int listen_on(const char *path, unsigned int mode)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -118,7 +129,7 @@ static int listen_on(const char *path, unsigned int mode)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		mkdir(dir, 0755);	/* /run/vgpu on first start */
+		make_dirs(dir);	/* /run/vgpu/client, /run/vgpu/control on first start */
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -497,10 +508,12 @@ static int check_gpu(int gpu, char *why, size_t len)
 	return 0;
 }
 
-static int register_suspended(const char *path, bool consume, int gpu, char *why, size_t len)
+/* who: the caller of vgpuctl restore, NULL for the daemon's own --restore DIR. */
+static int register_suspended(const struct ctl_caller *who, const char *path, bool consume,
+			      int gpu, char *why, size_t len)
 {
 	struct vgpu_ckpt_reader *r;
-	struct vgpu_ckpt_client who;
+	struct vgpu_ckpt_client who_file;
 	char err[VGPU_CKPT_MSG];
 	uint64_t id;
 	int i, ret = vgpu_ckpt_open_chain(&r, path, NULL, VGPU_CKPT_VERIFY, err);
@@ -512,12 +525,17 @@ static int register_suspended(const char *path, bool consume, int gpu, char *why
 	id = vgpu_ckpt_header(r)->session_id;
 	i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_CLIENT, 0);
 	if (i < 0 || vgpu_ckpt_read_begin(r, (unsigned)i) ||
-	    vgpu_ckpt_read(r, &who, sizeof(who)) != sizeof(who)) {
+	    vgpu_ckpt_read(r, &who_file, sizeof(who_file)) != sizeof(who_file)) {
 		vgpu_ckpt_reader_close(r);
 		snprintf(why, len, "the file names no program to give the session back to");
 		return -EBADMSG;
 	}
 	vgpu_ckpt_reader_close(r);
+	if (who && !ctl_may(who, who_file.uid)) {
+		snprintf(why, len, "session %llu is another user's (uid %u): not yours to restore",
+			 (unsigned long long)id, who_file.uid);
+		return -EPERM;
+	}
 	for (size_t k = 0; k < sv.nsusp; k++)
 		if (sv.susp[k].session == id) {
 			snprintf(why, len, "session %llu is already waiting to be taken up",
@@ -530,8 +548,8 @@ static int register_suspended(const char *path, bool consume, int gpu, char *why
 			snprintf(why, len, "session %llu is running", (unsigned long long)id);
 			return -EBUSY;
 		}
-	add_suspended(id, who.pid, who.uid, path, consume, gpu);
-	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)id, who.pid,
+	add_suspended(id, who_file.pid, who_file.uid, path, consume, gpu);
+	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)id, who_file.pid,
 		  path);
 	return 0;
 }
@@ -553,17 +571,18 @@ static void load_suspended(const char *dir)
 		    strstr(e->d_name, ".tmp."))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (register_suspended(path, true, -1, why, sizeof(why)))
+		if (register_suspended(NULL, path, true, -1, why, sizeof(why)))
 			vlog_warn("--restore: %s: %s", path, why);
 	}
 	closedir(d);
 }
 
-static int order_restore(const char *path, int gpu, char *why, size_t len)
+static int order_restore(const struct ctl_caller *who, const char *path, int gpu, char *why,
+			 size_t len)
 {
 	int ret = check_gpu(gpu, why, len);
 
-	return ret ? ret : register_suspended(path, false, gpu, why, len);
+	return ret ? ret : register_suspended(who, path, false, gpu, why, len);
 }
 
 /* A worker's client wants to take up a suspended session. */
@@ -810,7 +829,8 @@ static void arm_accept(void)
 
 /* ---- control socket (admin.c answers) ------------------------------------ */
 
-static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t id)
+static size_t list_sessions(const struct ctl_caller *who, struct vgpu_ctl_session *out,
+			    size_t max, uint64_t id)
 {
 	size_t n = 0;
 
@@ -818,7 +838,8 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 		const struct wslot *ws = &sv.w[i];
 		struct vgpu_ctl_session *r = &out[n];
 
-		if (!ws->pid || ws->state != W_BUSY || ws->moved || (id && ws->session_id != id))
+		if (!ws->pid || ws->state != W_BUSY || ws->moved || (id && ws->session_id != id) ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		*r = (struct vgpu_ctl_session){
 			.id = ws->session_id,
@@ -845,15 +866,17 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 	return n;
 }
 
-static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *path, char *why,
-			    size_t len)
+static int order_checkpoint(const struct ctl_caller *who, int slot, uint64_t id, uint32_t flags,
+			    const char *path, char *why, size_t len)
 {
 	struct ckpt_order o = { .type = WORDER_CHECKPOINT, .flags = flags };
 
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
 
-		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id)
+		/* Another user's session is answered as one that is not there. */
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		if (ws->closed || ws->ctl < 0) {
 			snprintf(why, len, "session %llu is ending", (unsigned long long)id);
@@ -888,7 +911,8 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 	return -ENOENT;
 }
 
-static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
+static int order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gpu, char *why,
+			 size_t len)
 {
 	struct ckpt_order o = { .type = WORDER_MIGRATE };
 	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
@@ -900,7 +924,8 @@ static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
 
-		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved)
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		if (ws->closed || ws->ctl < 0 || ws->moved_from >= 0) {
 			snprintf(why, len, "session %llu is ending or moving", (unsigned long long)id);
@@ -1102,7 +1127,7 @@ int supervisor_run(const struct supervisor_config *cfg)
 		vlog_warn("no shared statistics for workers: %s", strerror(errno));
 		sv.stats = NULL;
 	}
-	admin_init(&admin_ops);
+	admin_init(&admin_ops, cfg->admin_gid);
 	ret = io_uring_queue_init(256, &sv.ring, 0);
 	if (ret) {
 		vlog_err("io_uring: %s", strerror(-ret));

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "vgpu/ctl.h"
+#include "vgpu/proto.h"
 
-#define DEFAULT_SOCKET "/run/vgpu/vgpud.sock"
 #define VGPUCTL_REFUSED (-100000)	/* not an errno: the daemon said no */
 
 int vgpuctl_ctl_arg(int argc, char **argv, int *i, struct vgpuctl_ctl_args *a)
@@ -44,7 +44,7 @@ const char *vgpuctl_control_path(const char *control, const char *socket, char *
 	if (!socket)
 		socket = getenv("VGPU_SOCKET");
 	if (!socket || !*socket)
-		socket = DEFAULT_SOCKET;
+		socket = VGPU_DEFAULT_SOCKET;
 	return vgpu_ctl_path_for(socket, buf, len);
 }
 
@@ -76,8 +76,8 @@ void vgpuctl_control_error(const char *path, int err)
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "vgpuctl: vgpud is not running (no control socket at %s)\n", path);
 	else if (err == -EACCES || err == -EPERM)
-		fprintf(stderr, "vgpuctl: %s: permission denied (the control socket decides who "
-			"may ask: run as root, or start vgpud with --control-mode)\n", path);
+		fprintf(stderr, "vgpuctl: %s: permission denied (the control socket's mode or "
+			"folder leaves you out: vgpud --control-mode)\n", path);
 	else
 		fprintf(stderr, "vgpuctl: %s: %s\n", path, strerror(-err));
 }

@@ -4,8 +4,18 @@
  * kernel module, which it asks over generic netlink).
  *
  * The socket is a SOCK_SEQPACKET Unix socket, by default
- * /run/vgpu/vgpud.ctl, mode 0600: its permissions decide who may ask. One
- * connection carries one request:
+ * /run/vgpu/control/vgpud.ctl, mode 0666, in a folder of its own so that a
+ * container, which gets the client socket's folder, does not reach it.
+ *
+ * Every local user may ask; each request is tied to its caller
+ * (SO_PEERCRED and SO_PEERGROUPS when the connection is accepted). A
+ * caller lists, checkpoints, moves, stops and restores only its own
+ * sessions: those whose client has the caller's uid. Root and members of
+ * the admin group (vgpud --admin-group NAME; by default vgpu-admin when it
+ * exists) act on every session. Another user's session is answered as one
+ * that does not exist: not listed, and "no session N" when named.
+ *
+ * One connection carries one request:
  *
  *   client -> daemon   struct vgpu_ctl_req followed by arg_len bytes of
  *                      argument, in one message
@@ -29,8 +39,7 @@
  *               answers once it is complete and synced: one struct
  *               vgpu_ctl_checkpoint record. Without the host memory to
  *               spare, or with DIRECT, the state goes straight to the file
- *               while the program waits. The daemon writes as itself: the
- *               control socket's mode decides who may ask.
+ *               while the program waits.
  *   MIGRATE     session (required); no argument; flag VGPU_CTL_F_GPU (to
  *               another GPU; refused when the machine has no such GPU or
  *               it is another model). The session moves to another worker, its state rebuilt there at the same
@@ -45,7 +54,8 @@
  *               waiting to be taken up: when the program it names (pid and
  *               uid) reconnects as a suspended client, a fresh worker
  *               rebuilds the session from the file. Refused: a damaged or
- *               foreign file, a session already waiting, one still running.
+ *               foreign file, a session already waiting, one still running,
+ *               another user's session (the uid the file records).
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -56,7 +66,7 @@
 
 #define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
 #define VGPU_CTL_VERSION	3u
-#define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
+#define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/control/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
 #define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
 
@@ -126,19 +136,34 @@ struct vgpu_ctl_session {
 };
 
 /*
- * The control socket beside a daemon socket: PATH.sock -> PATH.ctl, any
- * other name gets ".ctl" appended. NULL when it does not fit @len bytes.
+ * The control socket of a daemon socket. The client socket and the control
+ * socket live in folders of their own, so that a container gets the first
+ * and not the second: DIR/client/NAME.sock -> DIR/control/NAME.ctl (the
+ * default: /run/vgpu/client/vgpud.sock, /run/vgpu/control/vgpud.ctl). Any
+ * other socket has its control socket beside it: PATH.sock -> PATH.ctl,
+ * another name gets ".ctl" appended. NULL when it does not fit @len bytes.
  */
 static inline const char *vgpu_ctl_path_for(const char *sock, char *buf, size_t len)
 {
-	size_t n = strlen(sock);
+	const char *slash = strrchr(sock, '/'), *dir = NULL;
+	size_t n = strlen(sock), at;
 
 	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
 		n -= 5;
-	if (n + sizeof(".ctl") > len)
+	if (slash && slash - sock >= 7 && !strncmp(slash - 7, "/client", 7))
+		dir = slash - 6;	/* "client/NAME" -> "control/NAME" */
+	if (n + sizeof("/control") + sizeof(".ctl") > len)
 		return NULL;
-	memcpy(buf, sock, n);
-	memcpy(buf + n, ".ctl", sizeof(".ctl"));
+	if (!dir) {
+		memcpy(buf, sock, n);
+		memcpy(buf + n, ".ctl", sizeof(".ctl"));
+		return buf;
+	}
+	at = (size_t)(dir - sock);
+	memcpy(buf, sock, at);
+	memcpy(buf + at, "control", 7);
+	memcpy(buf + at + 7, slash, n - (size_t)(slash - sock));
+	memcpy(buf + at + 7 + n - (size_t)(slash - sock), ".ctl", sizeof(".ctl"));
 	return buf;
 }
 
