@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "fdv.h"
 #include "log.h"
 
 #define MAX_CONN 16
@@ -33,6 +34,14 @@ static struct {
 		struct vgpu_ctl_req req;
 		uint8_t bytes[sizeof(struct vgpu_ctl_req) + VGPU_CTL_MAX_ARG + 1];
 	} in[MAX_CONN];
+	/* room for one descriptor more than any request takes: more shows as
+	 * too many (the kernel cuts the rest, MSG_CTRUNC) */
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (VGPU_CTL_MAX_FDS + 1))];
+		struct cmsghdr align;
+	} cmsg[MAX_CONN];
+	struct iovec iov[MAX_CONN];
+	struct msghdr msg[MAX_CONN];
 } ad;
 
 void admin_init(const struct admin_ops *ops, gid_t admin_gid)
@@ -85,10 +94,14 @@ int admin_fd(int slot)
 	return ad.fd[slot];
 }
 
-void *admin_buffer(int slot, size_t *len)
+struct msghdr *admin_msg(int slot)
 {
-	*len = sizeof(ad.in[slot].bytes);
-	return ad.in[slot].bytes;
+	ad.iov[slot] = (struct iovec){ .iov_base = ad.in[slot].bytes,
+				       .iov_len = sizeof(ad.in[slot].bytes) };
+	ad.msg[slot] = (struct msghdr){ .msg_iov = &ad.iov[slot], .msg_iovlen = 1,
+					.msg_control = ad.cmsg[slot].buf,
+					.msg_controllen = sizeof(ad.cmsg[slot].buf) };
+	return &ad.msg[slot];
 }
 
 static bool send_all(int fd, const void *p, size_t len)
@@ -137,8 +150,9 @@ static void answer_sessions(int fd, const struct ctl_caller *who, uint64_t sessi
 	free(s);
 }
 
-/* A checked request: its answer, or its order with the answer to come. */
-static void act(int slot, int fd, const struct ctl_parsed *p)
+/* A checked request: its answer, or its order with the answer to come.
+ * fds: what came with it, the operation's to duplicate what it keeps. */
+static void act(int slot, int fd, const struct ctl_parsed *p, const int *fds)
 {
 	const struct ctl_caller *who = &ad.who[slot];
 	const struct vgpu_ctl_req *q = p->q;
@@ -149,24 +163,16 @@ static void act(int slot, int fd, const struct ctl_parsed *p)
 	case VGPU_CTL_SESSIONS:
 		answer_sessions(fd, who, q->session);
 		break;
-	case VGPU_CTL_RESTORE:
-		err = ad.ops->restore(who, p->path, p->gpu, because, sizeof(because));
-		if (!err) {
-			struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC,
-						    .version = VGPU_CTL_VERSION };
-
-			send_all(fd, &r, sizeof(r));
-		} else {
-			refuse(fd, -err, "%s", because);
-		}
-		break;
 	default:
-		if (q->op == VGPU_CTL_MIGRATE)
+		if (q->op == VGPU_CTL_RESTORE)
+			err = ad.ops->restore(who, slot, p->path, p->gpu, fds, p->nfds, because,
+					      sizeof(because));
+		else if (q->op == VGPU_CTL_MIGRATE)
 			err = ad.ops->migrate(who, slot, q->session, p->gpu, because,
 					      sizeof(because));
 		else
 			err = ad.ops->checkpoint(who, slot, q->session, q->flags, p->path,
-						 because, sizeof(because));
+						 fds[0], because, sizeof(because));
 		if (!err) {
 			ad.fd[slot] = fd;	/* held until the worker answers */
 			return;
@@ -178,22 +184,29 @@ static void act(int slot, int fd, const struct ctl_parsed *p)
 
 void admin_done(int slot, ssize_t res)
 {
-	int fd = ad.fd[slot], err;
+	int fd = ad.fd[slot], err, fds[VGPU_CTL_MAX_FDS + 1], cut = 0;
+	unsigned nfds = 0;
 	struct ctl_parsed p;
 	const char *why;
 
 	ad.fd[slot] = -1;
+	if (res >= 0)	/* every descriptor taken, so that each is closed below */
+		nfds = fdv_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
 	if (res < 0) {
 		close(fd);
 		return;
 	}
-	why = ctl_parse(ad.in[slot].bytes, (size_t)res, 0, &ad.who[slot], &p, &err);
-	if (why) {
-		refuse(fd, err, "%s", why);
+	if (cut)
+		why = "more file descriptors than any request takes";
+	else
+		why = ctl_parse(ad.in[slot].bytes, (size_t)res, nfds, &ad.who[slot], &p, &err);
+	if (why)
+		refuse(fd, cut ? EINVAL : err, "%s", why);
+	else
+		act(slot, fd, &p, fds);
+	fdv_close(fds, nfds);
+	if (why)
 		close(fd);
-		return;
-	}
-	act(slot, fd, &p);
 }
 
 void admin_checkpointed(int slot, const struct ckpt_answer *a)
@@ -219,6 +232,21 @@ void admin_abort(int slot, int err, const char *why)
 	if (fd < 0)
 		return;
 	refuse(fd, err, "%s", why);
+	close(fd);
+	ad.fd[slot] = -1;
+}
+
+void admin_restored(int slot, int err, const char *why)
+{
+	struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION };
+	int fd = ad.fd[slot];
+
+	if (fd < 0)
+		return;
+	if (err)
+		refuse(fd, err, "%s", why);
+	else
+		send_all(fd, &r, sizeof(r));
 	close(fd);
 	ad.fd[slot] = -1;
 }

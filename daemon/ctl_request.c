@@ -50,15 +50,18 @@ static const char *check_op(const struct vgpu_ctl_req *q, const char *arg, unsig
 			   VGPU_CTL_F_INCREMENTAL;
 		if (!q->session)
 			return "checkpoint needs a session";
-		if (nfds)
-			return "checkpoint takes no file descriptor";
+		if (nfds != VGPU_CTL_CHECKPOINT_FDS)
+			return nfds ? "checkpoint takes one file descriptor"
+				    : "checkpoint needs the file's descriptor (vgpuctl opens it)";
 		return path_arg(q, arg);
 	case VGPU_CTL_RESTORE:
 		*allowed = VGPU_CTL_F_GPU;
 		if (q->session)
 			return "restore takes no session: the file names it";
-		if (nfds)
-			return "restore takes no file descriptor";
+		if (!nfds)
+			return "restore needs the files' descriptors (vgpuctl opens them)";
+		if (nfds > VGPU_CTL_MAX_FDS)
+			return "more descriptors than a chain of checkpoints has";
 		return path_arg(q, arg);
 	case VGPU_CTL_MIGRATE:
 		*allowed = VGPU_CTL_F_GPU;

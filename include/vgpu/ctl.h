@@ -15,24 +15,38 @@
  * exists) act on every session. Another user's session is answered as one
  * that does not exist: not listed, and "no session N" when named.
  *
+ * The daemon never opens a file on a caller's behalf: vgpuctl opens the
+ * files with its caller's own rights and passes their descriptors
+ * (SCM_RIGHTS) with the request; the daemon works on those.
+ *
  * One connection carries one request:
  *
  *   client -> daemon   struct vgpu_ctl_req followed by arg_len bytes of
- *                      argument, in one message
+ *                      argument, in one message, with the descriptors the
+ *                      operation takes
  *   daemon -> client   struct vgpu_ctl_reply, then reply.count records in
  *                      messages of at most VGPU_CTL_RECORDS_PER_MSG each
  *
  * The daemon checks the magic, the version, the operation, the flags the
- * operation allows, that every reserved byte is zero and that the message
- * is exactly the request plus its argument; a bad request gets a reply with
+ * operation allows, that every reserved byte is zero, that the message
+ * is exactly the request plus its argument and that it came with as many
+ * descriptors as the operation takes; a bad request gets a reply with
  * a negative errno in status and a message saying what was wrong, and no
- * records. Numbers are in host byte order (the socket is local).
+ * records; every descriptor received is closed. Messages never quote a
+ * file's content. Numbers are in host byte order (the socket is local).
  *
  *   SESSIONS    session 0 (all) or one; no argument; records: one
  *               struct vgpu_ctl_session each
- *   CHECKPOINT  session (required); argument: the file's absolute path,
- *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
- *               VGPU_CTL_F_STOP, VGPU_CTL_F_INCREMENTAL.
+ *   CHECKPOINT  session (required); one descriptor: the file to write, a
+ *               regular, empty file open O_RDWR (not O_APPEND), which the
+ *               caller created (vgpuctl: a temporary file beside the path,
+ *               renamed to it once the answer says the file is complete);
+ *               argument: the absolute path it will have, NUL-terminated
+ *               (the name a later incremental checkpoint records for its
+ *               parent); flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
+ *               VGPU_CTL_F_STOP, VGPU_CTL_F_INCREMENTAL (the parent is the
+ *               session's last checkpoint, whose descriptors the daemon
+ *               kept; a path equal to the parent's gives a full one).
  *               The daemon drains the session's GPU work and copies its
  *               state into host memory prepared beforehand (the program
  *               waits only for that), writes the file afterwards, and
@@ -48,9 +62,13 @@
  *               struct vgpu_ctl_checkpoint record: stall_ns is the time the
  *               program waited. If the move fails, the session stays where
  *               it was and the error says why.
- *   RESTORE     argument: a checkpoint file's absolute path, NUL-terminated;
- *               session 0; flag VGPU_CTL_F_GPU. The file is checked whole (every
- *               checksum, this GPU and driver) and its session is then
+ *   RESTORE     descriptors: the checkpoint file, then (incremental) its
+ *               parent, that one's parent, ... (1 to VGPU_CTL_MAX_FDS), each
+ *               a regular file open for reading; argument: the checkpoint's
+ *               absolute path, NUL-terminated (for the record); session 0;
+ *               flag VGPU_CTL_F_GPU. The chain is checked whole (every
+ *               checksum, each parent the one its child names; not on the
+ *               daemon's event loop) and its session is then
  *               waiting to be taken up: when the program it names (pid and
  *               uid) reconnects as a suspended client, a fresh worker
  *               rebuilds the session from the file. Refused: a damaged or
@@ -65,10 +83,12 @@
 #include <string.h>
 
 #define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
-#define VGPU_CTL_VERSION	3u
+#define VGPU_CTL_VERSION	4u	/* 4: descriptors, not paths; per-caller */
 #define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/control/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
 #define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
+#define VGPU_CTL_CHECKPOINT_FDS	1u	/* CHECKPOINT: the file to write */
+#define VGPU_CTL_MAX_FDS	64u	/* RESTORE: a chain (VGPU_CKPT_MAX_CHAIN) */
 
 enum vgpu_ctl_op {
 	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
