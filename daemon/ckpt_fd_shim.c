@@ -39,6 +39,9 @@ int vgpu_ckpt_reader_open_fd(struct vgpu_ckpt_reader **out, int fd, const char *
 
 		snprintf(err, VGPU_CKPT_MSG, "%.300s%s%.200s", name,
 			 rest == why ? ": " : "", rest);
+		/* The reader of today quotes the first bytes: not to a caller. */
+		if (ret == -ENOEXEC)
+			snprintf(err, VGPU_CKPT_MSG, "%.300s: not a vgpu checkpoint", name);
 	}
 	return ret;
 }

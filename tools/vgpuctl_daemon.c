@@ -328,6 +328,25 @@ int vgpuctl_migrate(int argc, char **argv)
 	return VGPUCTL_OK;
 }
 
+/* Whether @file is a regular file, looked at without blocking on a FIFO;
+ * says why not. */
+static bool regular(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	bool reg;
+
+	if (fd < 0) {
+		fprintf(stderr, "vgpuctl: restore of %s: %s\n", file, strerror(errno));
+		return false;
+	}
+	reg = !fstat(fd, &st) && S_ISREG(st.st_mode);
+	close(fd);
+	if (!reg)
+		fprintf(stderr, "vgpuctl: restore of %s: not a regular file\n", file);
+	return reg;
+}
+
 int vgpuctl_restore(int argc, char **argv)
 {
 	struct {
@@ -369,9 +388,13 @@ int vgpuctl_restore(int argc, char **argv)
 	}
 	/* The files opened here, as the caller: the daemon reads only what its
 	 * caller may. No checksum pass here; the daemon does it. */
+	if (!regular(m.path))
+		return VGPUCTL_FAIL;
 	ret = vgpu_ckpt_open_chain(&r, m.path, NULL, 0, err);
 	if (ret) {
-		fprintf(stderr, "vgpuctl: restore of %s: %s\n", m.path, err);
+		/* Not the file's bytes: the message may end up in a log. */
+		fprintf(stderr, "vgpuctl: restore of %s: %s\n", m.path,
+			ret == -ENOEXEC ? "not a vgpu checkpoint" : err);
 		return VGPUCTL_FAIL;
 	}
 	for (p = r; p && nfds < VGPU_CTL_MAX_FDS; p = vgpu_ckpt_parent(p))
