@@ -127,6 +127,7 @@ include mk/exports.mk
 include mk/tools.mk
 -include mk/kmod.mk
 -include mk/tests.mk
+include mk/fuzz.mk
 
 # ---- install -------------------------------------------------------------
 install: all install-tools

@@ -38,6 +38,10 @@ static void usage(FILE *f)
 "      --restore DIR             sessions suspended in DIR come back when their\n"
 "                                programs reconnect (an upgrade under running jobs)\n"
 "  -w, --workers N               workers kept ready with their context (default 2)\n"
+"      --user-sessions N         sessions one user (uid) may have at once (default 64)\n"
+"      --user-waiting N          connections of one user waiting for their hello or a\n"
+"                                worker (default 16); past either, refused at once\n"
+"      --hello-timeout SECONDS   a client must say hello this soon (default 5)\n"
 "  -f, --foreground              stay in the foreground (systemd, tests)\n"
 "  -h, --help                    this text\n"
 "\n"
@@ -82,6 +86,20 @@ static int admin_group_of(const char *name, gid_t *gid)
 	return 0;
 }
 
+/* A whole number in 1..max for option @name, or a message and -1. */
+static int parse_count(const char *name, const char *arg, unsigned int max, unsigned int *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || end == arg || v < 1 || v > max) {
+		fprintf(stderr, "vgpud: %s takes 1..%u\n", name, max);
+		return -1;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -94,6 +112,9 @@ int main(int argc, char **argv)
 		{ "checkpoint-on-exit", required_argument, NULL, 'E' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "workers", required_argument, NULL, 'w' },
+		{ "user-sessions", required_argument, NULL, 'U' },
+		{ "user-waiting", required_argument, NULL, 'W' },
+		{ "hello-timeout", required_argument, NULL, 'H' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -105,6 +126,7 @@ int main(int argc, char **argv)
 		.socket_mode = 0666,
 		.control_mode = 0666,
 		.admin_gid = (gid_t)-1,
+		.limits = { .user_sessions = 64, .user_waiting = 16, .hello_timeout = 5 },
 		.worker = {
 			.sq_entries = 256,
 			.payload_size = 8u << 20,
@@ -158,6 +180,18 @@ int main(int argc, char **argv)
 				fprintf(stderr, "vgpud: --workers takes 1..64\n");
 				return 2;
 			}
+			break;
+		case 'U':
+			if (parse_count("--user-sessions", optarg, 1024, &cfg.limits.user_sessions))
+				return 2;
+			break;
+		case 'W':
+			if (parse_count("--user-waiting", optarg, ADMIT_MAX, &cfg.limits.user_waiting))
+				return 2;
+			break;
+		case 'H':
+			if (parse_count("--hello-timeout", optarg, 3600, &cfg.limits.hello_timeout))
+				return 2;
 			break;
 		case 'f':
 			foreground = 1;

@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,8 +23,10 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "admission.h"
 #include "checkpoint.h"
 #include "ckpt.h"
+#include "clock.h"
 #include "migrate.h"
 #include "ckpt_fd_shim.h"
 #include "fdpass.h"
@@ -118,7 +121,7 @@ struct restore_job {
 
 /* What an io_uring completion is about. */
 enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ,
-	       EV_DRAIN_TIMEOUT, EV_RESTORED };
+	       EV_DRAIN_TIMEOUT, EV_HELLO, EV_ADMIT_TICK, EV_RESTORED };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 static struct {
@@ -127,8 +130,7 @@ static struct {
 	int listen_fd, sig_fd;
 	struct signalfd_siginfo si;
 	struct wslot w[MAX_WORKERS];
-	int pending[64];	/* accepted clients waiting for a worker */
-	int npending;
+	struct __kernel_timespec tick;	/* the waiting room's clock */
 	uint64_t next_session;
 	unsigned int sessions;
 	bool stopping;
@@ -267,6 +269,7 @@ static int spawn_worker(void)
 		if (sv.ctl_fd >= 0)
 			close(sv.ctl_fd);
 		admin_close_all();
+		admit_close_all();
 		io_uring_queue_exit(&sv.ring);
 		sigprocmask(SIG_SETMASK, &(sigset_t){ 0 }, NULL);
 		worker_child(sp[1], i);
@@ -295,7 +298,7 @@ static void fill_pool(void)
 
 	if (sv.stopping)
 		return;
-	while (have < sv.cfg->pool_size + (unsigned int)sv.npending) {
+	while (have < sv.cfg->pool_size + admit_ready_count()) {
 		if (spawn_worker())
 			break;
 		have++;
@@ -313,51 +316,140 @@ static bool peer_ok(int fd, struct ucred *cr)
 	return true;
 }
 
-static void give_to_idle(int fd)
+/* Sessions served for @uid now (a moved session counts once). */
+static unsigned int serving(uid_t uid)
 {
-	struct ucred cr;
+	unsigned int n = 0;
+
+	for (int i = 0; i < MAX_WORKERS; i++)
+		n += sv.w[i].pid && sv.w[i].state == W_BUSY && !sv.w[i].moved &&
+		     sv.w[i].client_uid == uid;
+	return n;
+}
+
+/* Hands a client whose hello is there to an idle worker: false if none. */
+static bool give_to_idle(int fd, const struct ucred *cr)
+{
 	static struct worker_handoff h;
 
-	if (!peer_ok(fd, &cr)) {
-		close(fd);
-		return;
-	}
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		if (!sv.w[i].pid || sv.w[i].state != W_IDLE)
 			continue;
 		memset(&h, 0, sizeof(h));
 		h.session_id = ++sv.next_session;
-		h.uid = cr.uid;
-		h.pid = cr.pid;
+		h.uid = cr->uid;
+		h.pid = cr->pid;
 		h.type = HANDOFF_CLIENT;
 		if (vgpu_send_fds(sv.w[i].ctl, &h, sizeof(h), &fd, 1) < 0)
 			continue;
 		sv.w[i].state = W_BUSY;
 		sv.w[i].session_id = h.session_id;
-		sv.w[i].client_pid = cr.pid;
-		sv.w[i].client_uid = cr.uid;
+		sv.w[i].client_pid = cr->pid;
+		sv.w[i].client_uid = cr->uid;
 		sv.sessions++;
 		vlog_info("session %llu: pid %d uid %d -> worker %d",
-			  (unsigned long long)h.session_id, cr.pid, cr.uid, sv.w[i].pid);
+			  (unsigned long long)h.session_id, cr->pid, cr->uid, sv.w[i].pid);
 		close(fd);
-		return;
+		return true;
 	}
-	if (sv.npending == (int)(sizeof(sv.pending) / sizeof(sv.pending[0]))) {
-		vlog_warn("too many clients waiting for a worker; refusing one");
-		close(fd);
-		return;
-	}
-	sv.pending[sv.npending++] = fd;
+	return false;
 }
 
+/* Clients whose hello came, oldest first, to the idle workers. */
 static void drain_pending(void)
 {
-	while (sv.npending && count(W_IDLE)) {
-		int fd = sv.pending[0];
+	int i;
 
-		memmove(sv.pending, sv.pending + 1, --sv.npending * sizeof(int));
-		give_to_idle(fd);
+	while (count(W_IDLE) && (i = admit_oldest_ready()) >= 0) {
+		struct admit_entry *e = admit_at(i);
+		struct ucred cr = e->cr;
+		char why[96];
+
+		/* Its other connections may have become sessions meanwhile. */
+		if (serving(cr.uid) >= sv.cfg->limits.user_sessions) {
+			snprintf(why, sizeof(why), "uid %d already has %u sessions "
+				 "(vgpud --user-sessions)", (int)cr.uid, serving(cr.uid));
+			admit_drop(i, EUSERS, why);
+			continue;
+		}
+		if (!give_to_idle(e->fd, &cr))
+			break;
+		admit_take(i);
 	}
+}
+
+static struct io_uring_sqe *get_sqe(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
+
+	if (!sqe) {	/* many at once (a sweep): make room */
+		io_uring_submit(&sv.ring);
+		sqe = io_uring_get_sqe(&sv.ring);
+	}
+	return sqe;
+}
+
+static uint64_t hello_ud(int i)
+{
+	return UD(EV_HELLO, (uint32_t)admit_at(i)->gen << 16 | (uint32_t)i);
+}
+
+/* A new client waits, holding no worker, until its hello is there. */
+static void on_client(int fd)
+{
+	struct io_uring_sqe *sqe;
+	struct ucred cr;
+	int i;
+
+	if (!peer_ok(fd, &cr)) {
+		close(fd);
+		return;
+	}
+	i = admit_add(fd, &cr, serving(cr.uid));
+	if (i < 0)
+		return;
+	sqe = get_sqe();
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, hello_ud(i));
+}
+
+static void on_hello(uint32_t idx, int res)
+{
+	int i = idx & 0xffff;
+	struct admit_entry *e;
+
+	if (i >= ADMIT_MAX || res < 0)
+		return;		/* the poll was cancelled */
+	e = admit_at(i);
+	if (e->fd < 0 || e->gen != (uint16_t)(idx >> 16))
+		return;		/* that connection is gone already */
+	if (!(res & POLLIN) || res & (POLLHUP | POLLERR)) {
+		admit_drop(i, 0, NULL);	/* gone: nobody to serve */
+		return;
+	}
+	e->hello = true;
+	fill_pool();
+	drain_pending();
+}
+
+static void hello_overdue(int i)
+{
+	struct io_uring_sqe *sqe = get_sqe();
+	char why[64];
+
+	io_uring_prep_poll_remove(sqe, hello_ud(i));
+	io_uring_sqe_set_data64(sqe, 0);
+	snprintf(why, sizeof(why), "no hello within %u s", sv.cfg->limits.hello_timeout);
+	admit_drop(i, ETIMEDOUT, why);
+}
+
+static void arm_tick(void)
+{
+	struct io_uring_sqe *sqe = get_sqe();
+
+	sv.tick.tv_sec = 1;
+	io_uring_prep_timeout(sqe, &sv.tick, 0, 0);
+	io_uring_sqe_set_data64(sqe, UD(EV_ADMIT_TICK, 0));
 }
 
 /* ---- /dev/vgpu sessions ------------------------------------------------ */
@@ -1354,12 +1446,10 @@ static void handle(struct io_uring_cqe *cqe)
 
 	switch (ud >> 32) {
 	case EV_ACCEPT:
-		if (cqe->res >= 0) {
-			give_to_idle(cqe->res);
-			fill_pool();
-		} else if (cqe->res != -EINTR && cqe->res != -ECONNABORTED) {
+		if (cqe->res >= 0)
+			on_client(cqe->res);
+		else if (cqe->res != -EINTR && cqe->res != -ECONNABORTED)
 			vlog_warn("accept: %s", strerror(-cqe->res));
-		}
 		arm_accept();
 		break;
 	case EV_SIGNAL:
@@ -1388,6 +1478,13 @@ static void handle(struct io_uring_cqe *cqe)
 	case EV_RESTORED:
 		restores_done();
 		arm_restored();
+		break;
+	case EV_HELLO:
+		on_hello((uint32_t)idx, cqe->res);
+		break;
+	case EV_ADMIT_TICK:
+		admit_sweep(vgpu_now_ns(), hello_overdue);
+		arm_tick();
 		break;
 	case EV_DRAIN_TIMEOUT:
 		if (sv.draining) {
@@ -1425,6 +1522,17 @@ static void kmod_register(void)
 	else
 		vlog_warn("cannot register as the %s server: %s; memfd carrier only",
 			  VGPU_KMOD_DEVICE, strerror(-sv.kfd));
+}
+
+/* Waiting clients hold descriptors: as many as the hard limit allows. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int supervisor_run(const struct supervisor_config *cfg)
@@ -1470,6 +1578,8 @@ int supervisor_run(const struct supervisor_config *cfg)
 	sv.restore_ev = eventfd(0, EFD_CLOEXEC);
 	if (sv.restore_ev < 0)
 		vlog_warn("no eventfd (%s): vgpuctl restore refused", strerror(errno));
+	admit_init(&cfg->limits);
+	raise_fd_limit();
 	ret = io_uring_queue_init(256, &sv.ring, 0);
 	if (ret) {
 		vlog_err("io_uring: %s", strerror(-ret));
@@ -1484,6 +1594,7 @@ int supervisor_run(const struct supervisor_config *cfg)
 		arm_restored();
 	arm_accept();
 	arm_signal();
+	arm_tick();
 	if (sv.kfd >= 0)
 		arm_kmod();
 	fill_pool();
@@ -1509,6 +1620,7 @@ int supervisor_run(const struct supervisor_config *cfg)
 		close(sv.ctl_fd);
 	}
 	admin_close_all();
+	admit_close_all();
 	stop_workers();
 	if (sv.kfd >= 0)
 		close(sv.kfd);

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "admission.h"
 #include "worker.h"
 
 struct supervisor_config {
@@ -25,6 +26,7 @@ struct supervisor_config {
 	const char *checkpoint_on_exit;	/* folder: suspend every session there on SIGTERM */
 	const char *restore;		/* folder: sessions suspended there come back */
 	unsigned int drain_timeout;	/* seconds a drain may take */
+	struct admission_limits limits;	/* per user: sessions, waiting, hello time */
 	struct worker_config worker;
 };
 

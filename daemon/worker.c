@@ -210,7 +210,7 @@ int worker_place(struct worker *w, int gpu)
 	return w->B.cuCtxSetCurrent(w->primary[0]) ? -EIO : 0;
 }
 
-void worker_refuse(int sock, int err, const char *why)
+void worker_send_refusal(int sock, int err, const char *why)
 {
 	struct vgpu_welcome wl = {
 		.magic = VGPU_PROTO_MAGIC, .version = VGPU_PROTO_VERSION, .status = -err,
@@ -218,6 +218,11 @@ void worker_refuse(int sock, int err, const char *why)
 
 	snprintf(wl.message, sizeof(wl.message), "%s", why);
 	vgpu_send_fds(sock, &wl, sizeof(wl), NULL, 0);
+}
+
+void worker_refuse(int sock, int err, const char *why)
+{
+	worker_send_refusal(sock, err, why);
 	vlog_warn("session refused: %s", why);
 }
 

@@ -144,6 +144,8 @@ int worker_build_memory(struct worker *w, struct vgpu_welcome *wl);
 void worker_print_to(struct worker *w, int fd);
 /* A welcome that refuses the client, and says why. */
 void worker_refuse(int sock, int err, const char *why);
+/* The same without a log line (admission.c counts its refusals itself). */
+void worker_send_refusal(int sock, int err, const char *why);
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);

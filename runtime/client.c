@@ -253,9 +253,8 @@ static CUresult connect_session(void)
 	}
 	/* Our stdout goes along: device printf output lands there. */
 	fds[0] = STDOUT_FILENO;
-	if (vgpu_send_fds(s->sock, &h, sizeof(h), fds, fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 0 : 1) !=
-	    sizeof(h))
-		goto lost;
+	/* Unsent, the hello may have met a refusal at accept: read it all the same. */
+	(void)vgpu_send_fds(s->sock, &h, sizeof(h), fds, fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 0 : 1);
 	n = vgpu_recv_fds(s->sock, &s->wl, sizeof(s->wl), fds, &nfds);
 	if (n != sizeof(s->wl) || s->wl.magic != VGPU_PROTO_MAGIC)
 		goto lost;
