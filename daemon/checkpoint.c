@@ -576,8 +576,12 @@ int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *par
 	fds[0] = fd;
 	memcpy(fds + 1, parent, nparent * sizeof(int));
 	/* Right after the order, which the worker reads only once it is told
-	 * (order_pending); it then waits for this one a while. */
-	return fdv_send(sock, &m, sizeof(m), fds, 1 + nparent) == sizeof(m) ? 0 : -EIO;
+	 * (order_pending); it then waits for this one a while. Should this
+	 * one not go, the order is out all the same: the worker's answer (an
+	 * error, once it gave up waiting) is what the asker gets. */
+	if (fdv_send(sock, &m, sizeof(m), fds, 1 + nparent) != sizeof(m))
+		vlog_warn("an order's files could not follow it: %s", strerror(errno));
+	return 0;
 }
 
 /* The message after an order: its descriptors into fds (room FDV_MAX). */

@@ -49,7 +49,8 @@ struct ckpt_order_fds {
 };
 
 /* Supervisor: @o, then its descriptors (@fd, then @nparent of @parent).
- * 0, or -errno (nothing sent when the order itself could not go). */
+ * 0 once the order is out (the worker answers it, with an error if its
+ * files did not come), or -errno: nothing was sent. */
 int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *parent,
 		    unsigned nparent);
 /* Worker: the descriptors that follow @o into it; 0, or -errno and none. */
