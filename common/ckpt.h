@@ -21,11 +21,13 @@
  *   the temporary file; PATH is only ever replaced by a complete, synced file.
  *
  * Reader
- *   vgpu_ckpt_reader_open   validates the header, the table and every
+ *   vgpu_ckpt_reader_open   (or _open_fd, on a descriptor: regular files only)
+ *                           validates the header, the table and every
  *                           section's bounds; with VGPU_CKPT_VERIFY every
  *                           section's checksum and the zero padding too; and
  *                           that the file suits this GPU and driver
  *   vgpu_ckpt_section_at / vgpu_ckpt_find     the table
+ *   vgpu_ckpt_open_chain    (or _chain_fds) a file and all its parents
  *   vgpu_ckpt_attach_parent (incremental) the parent, checked against the
  *                           header; SF_PARENT sections then read from it
  *   vgpu_ckpt_read_begin / vgpu_ckpt_read     a section's raw bytes in pieces
@@ -35,7 +37,8 @@
  *                           and 0 (end) means every byte was good.
  *   One section is read at a time per reader; open the file again for more.
  *
- * Errors are -errno, with a message naming the file and what is wrong:
+ * Errors are -errno, with a message naming the file (vgpu_ckpt_show: bounded,
+ * escaped) and what is wrong, never quoting the file's bytes:
  *   -EBADMSG          damaged or inconsistent: truncated, checksum mismatch,
  *                     an offset or length out of bounds, bad compressed data
  *   -ENOEXEC          not a checkpoint (magic)
@@ -44,6 +47,8 @@
  *   -EXDEV            made on another GPU or a newer driver (the message
  *                     names both), or another parent
  *   -ENOPKG           compression needs libzstd.so.1, which cannot be loaded
+ *   -EINVAL           not a regular file (a FIFO, a directory, a device), or
+ *                     a misuse (unknown flags, a descriptor no parent)
  *   others            from the system: -ENOSPC, -EIO, -EFBIG, -EEXIST, ...
  */
 #ifndef VGPU_CKPT_API_H
@@ -129,10 +134,25 @@ struct vgpu_ckpt_expect {
 
 struct vgpu_ckpt_reader;
 
+/*
+ * The file at path, opened O_NONBLOCK (a FIFO cannot block the caller) and
+ * refused unless it is a regular file. On failure *out is NULL and err
+ * (VGPU_CKPT_MSG bytes) says why; messages never quote the file's content.
+ */
 int vgpu_ckpt_reader_open(struct vgpu_ckpt_reader **out, const char *path,
 			  const struct vgpu_ckpt_expect *ex, unsigned flags, char *err);
+/*
+ * The same on an open file: the reader keeps a duplicate of fd
+ * (F_DUPFD_CLOEXEC), the caller still owns and closes fd. name is for the
+ * messages only (NULL: "checkpoint"). Anything but a regular file is refused;
+ * O_NONBLOCK is cleared on the open file description of a regular one.
+ */
+int vgpu_ckpt_reader_open_fd(struct vgpu_ckpt_reader **out, int fd, const char *name,
+			     const struct vgpu_ckpt_expect *ex, unsigned flags, char *err);
 void vgpu_ckpt_reader_close(struct vgpu_ckpt_reader *r);
 const char *vgpu_ckpt_reader_error(const struct vgpu_ckpt_reader *r);
+/* The name its messages give the file (bounded, escaped). */
+const char *vgpu_ckpt_reader_name(const struct vgpu_ckpt_reader *r);
 const struct vgpu_ckpt_header *vgpu_ckpt_header(const struct vgpu_ckpt_reader *r);
 unsigned vgpu_ckpt_count(const struct vgpu_ckpt_reader *r);
 const struct vgpu_ckpt_section *vgpu_ckpt_section_at(const struct vgpu_ckpt_reader *r, unsigned i);
@@ -158,6 +178,16 @@ void vgpu_ckpt_resolve(struct vgpu_ckpt_reader *r, unsigned i, struct vgpu_ckpt_
 #define VGPU_CKPT_MAX_CHAIN 64
 int vgpu_ckpt_open_chain(struct vgpu_ckpt_reader **out, const char *path,
 			 const struct vgpu_ckpt_expect *ex, unsigned flags, char *err);
+/*
+ * The same from open files, opening no path: fds[0] is the checkpoint,
+ * fds[k + 1] the parent of fds[k], each checked to be the very parent its
+ * child records. Too few (the chain needs a parent not given: -ENOENT, the
+ * message names the recorded path) or too many (-EINVAL) are refused, as are
+ * more than VGPU_CKPT_MAX_CHAIN. Each reader keeps a duplicate of its fd.
+ */
+int vgpu_ckpt_open_chain_fds(struct vgpu_ckpt_reader **out, const int *fds, unsigned nfds,
+			     const char *name, const struct vgpu_ckpt_expect *ex, unsigned flags,
+			     char *err);
 /* Files in r's chain, r included. */
 unsigned vgpu_ckpt_chain_length(const struct vgpu_ckpt_reader *r);
 int vgpu_ckpt_read_begin(struct vgpu_ckpt_reader *r, unsigned i);
@@ -185,6 +215,13 @@ int vgpu_ckpt_check_crc(struct vgpu_ckpt_reader *r, unsigned i, uint32_t crc);
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf);
 /* "'NAME' (GPU-xxxxxxxx-xxxx-..., sm_90, 80 GiB)" into buf (256 bytes). */
 const char *vgpu_ckpt_gpu_describe(const struct vgpu_ckpt_gpu *g, char *buf);
+/*
+ * A name (a path, or one a file records) fit for a message into buf
+ * (VGPU_CKPT_NAME bytes): bytes that are not printable ASCII and the
+ * backslash as \xNN, and of a longer one only "..." and its tail.
+ */
+#define VGPU_CKPT_NAME 128
+const char *vgpu_ckpt_show(const char *name, char *buf);
 /* CRC32C of the header's first 508 bytes: what header_crc must hold. */
 uint32_t vgpu_ckpt_header_crc(const struct vgpu_ckpt_header *h);
 

@@ -4,6 +4,8 @@
  * is checked against the file's real size before use, nothing is allocated
  * from a length field (the table is bounded by the file it was read from),
  * and decompression never produces more than the section's raw length.
+ * Messages name the file (bounded, escaped) and never quote its bytes: the
+ * file may be anything its opener could read.
  */
 #include "ckpt.h"
 #include "ckpt_crc.h"
@@ -22,7 +24,7 @@
 #define MAX_READ	(1u << 30)	/* bytes returned per vgpu_ckpt_read */
 
 struct vgpu_ckpt_reader {
-	char *path;
+	char name[VGPU_CKPT_NAME];	/* for messages: vgpu_ckpt_show() */
 	int fd;
 	uint64_t size;
 	struct vgpu_ckpt_header hdr;
@@ -49,8 +51,11 @@ __attribute__((format(printf, 3, 4)))
 static int rerr(struct vgpu_ckpt_reader *r, int err, const char *fmt, ...)
 {
 	va_list ap;
-	int n = snprintf(r->msg, sizeof(r->msg), "%s: ", r->path);
+	int n = snprintf(r->msg, sizeof(r->msg), "%s: ", r->name);
 
+	/* The name is bounded, but never write past msg whatever it is. */
+	if (n < 0 || (size_t)n >= sizeof(r->msg))
+		return err;
 	va_start(ap, fmt);
 	vsnprintf(r->msg + n, sizeof(r->msg) - n, fmt, ap);
 	va_end(ap);
@@ -112,15 +117,17 @@ static int check_header(struct vgpu_ckpt_reader *r)
 	struct vgpu_ckpt_header *h = &r->hdr;
 	uint32_t crc;
 
+	/* The magic first: a short file of another kind is not "truncated". */
+	if (r->size >= sizeof(h->magic) && read_at(r, h->magic, sizeof(h->magic), 0, "the magic"))
+		return -EBADMSG;
+	if (r->size >= sizeof(h->magic) && memcmp(h->magic, VGPU_CKPT_MAGIC, sizeof(h->magic)))
+		/* Not a word of what it holds: it may be anyone's file. */
+		return rerr(r, -ENOEXEC, "not a vgpu checkpoint (bad magic)");
 	if (r->size < sizeof(*h))
 		return rerr(r, -EBADMSG, "truncated: %llu bytes, shorter than the %zu-byte header",
 			    (unsigned long long)r->size, sizeof(*h));
 	if (read_at(r, h, sizeof(*h), 0, "the header"))
 		return -EBADMSG;
-	if (memcmp(h->magic, VGPU_CKPT_MAGIC, sizeof(h->magic)))
-		return rerr(r, -ENOEXEC, "not a vgpu checkpoint (magic %02x%02x%02x%02x%02x%02x%02x%02x, "
-			    "expected \"%s\")", h->magic[0], h->magic[1], h->magic[2], h->magic[3],
-			    h->magic[4], h->magic[5], h->magic[6], h->magic[7], VGPU_CKPT_MAGIC);
 	if (h->version != VGPU_CKPT_VERSION)
 		return rerr(r, -EPROTONOSUPPORT, "format version %u; this build reads version %u",
 			    h->version, VGPU_CKPT_VERSION);
@@ -357,22 +364,57 @@ int vgpu_ckpt_verify(struct vgpu_ckpt_reader *r)
 	return ret;
 }
 
-static int reader_setup(struct vgpu_ckpt_reader *r, const struct vgpu_ckpt_expect *ex,
-			unsigned flags)
+static const char *file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a file";
+}
+
+/*
+ * Only a regular file: reading a FIFO or a device could block forever or
+ * have effects. Its O_NONBLOCK (set by vgpu_ckpt_reader_open, or by whoever
+ * passed it) goes, so that no read of it ever returns -EAGAIN.
+ */
+static int take_fd(struct vgpu_ckpt_reader *r, int fd)
 {
 	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st) < 0)
+		return rerr(r, -errno, "fstat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(r->msg, sizeof(r->msg), "%s is not a regular file (%s)", r->name,
+			 file_kind(st.st_mode));
+		return -EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		return rerr(r, -errno, "fcntl: %s", strerror(errno));
+	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd < 0)
+		return rerr(r, -errno, "cannot duplicate its descriptor: %s", strerror(errno));
+	r->size = st.st_size;
+	return 0;
+}
+
+static int reader_setup(struct vgpu_ckpt_reader *r, int fd, const struct vgpu_ckpt_expect *ex,
+			unsigned flags)
+{
 	int ret;
 
 	if (flags & ~VGPU_CKPT_VERIFY)
 		return rerr(r, -EINVAL, "unknown open flags 0x%x", flags);
-	r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0)
-		return rerr(r, -errno, "cannot open: %s", strerror(errno));
-	if (fstat(r->fd, &st) < 0)
-		return rerr(r, -errno, "fstat: %s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return rerr(r, -EINVAL, "not a regular file");
-	r->size = st.st_size;
+	if ((ret = take_fd(r, fd)))
+		return ret;
 	if ((ret = check_header(r)) || (ret = check_layout(r)) || (ret = check_table(r)))
 		return ret;
 	if (ex && (ret = check_expect(r, ex)))
@@ -382,21 +424,24 @@ static int reader_setup(struct vgpu_ckpt_reader *r, const struct vgpu_ckpt_expec
 	return 0;
 }
 
-int vgpu_ckpt_reader_open(struct vgpu_ckpt_reader **out, const char *path,
-			  const struct vgpu_ckpt_expect *ex, unsigned flags, char *err)
+int vgpu_ckpt_reader_open_fd(struct vgpu_ckpt_reader **out, int fd, const char *name,
+			     const struct vgpu_ckpt_expect *ex, unsigned flags, char *err)
 {
 	struct vgpu_ckpt_reader *r = calloc(1, sizeof(*r));
+	char shown[VGPU_CKPT_NAME];
 	int ret;
 
 	*out = NULL;
-	if (!r || !(r->path = strdup(path))) {
-		free(r);
-		snprintf(err, VGPU_CKPT_MSG, "%s: out of memory", path);
+	if (!name)
+		name = "checkpoint";
+	if (!r) {
+		snprintf(err, VGPU_CKPT_MSG, "%s: out of memory", vgpu_ckpt_show(name, shown));
 		return -ENOMEM;
 	}
+	vgpu_ckpt_show(name, r->name);
 	r->fd = -1;
 	r->cur = -1;
-	ret = reader_setup(r, ex, flags);
+	ret = reader_setup(r, fd, ex, flags);
 	if (ret) {
 		snprintf(err, VGPU_CKPT_MSG, "%s", r->msg);
 		vgpu_ckpt_reader_close(r);
@@ -404,6 +449,25 @@ int vgpu_ckpt_reader_open(struct vgpu_ckpt_reader **out, const char *path,
 	}
 	*out = r;
 	return 0;
+}
+
+int vgpu_ckpt_reader_open(struct vgpu_ckpt_reader **out, const char *path,
+			  const struct vgpu_ckpt_expect *ex, unsigned flags, char *err)
+{
+	/* O_NONBLOCK: opening a FIFO returns at once, and take_fd refuses it. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), ret;
+	char shown[VGPU_CKPT_NAME];
+
+	*out = NULL;
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, VGPU_CKPT_MSG, "%s: cannot open: %s", vgpu_ckpt_show(path, shown),
+			 strerror(-ret));
+		return ret;
+	}
+	ret = vgpu_ckpt_reader_open_fd(out, fd, path, ex, flags, err);
+	close(fd);
+	return ret;
 }
 
 void vgpu_ckpt_reader_close(struct vgpu_ckpt_reader *r)
@@ -420,8 +484,12 @@ void vgpu_ckpt_reader_close(struct vgpu_ckpt_reader *r)
 	free(r->pidx);
 	free(r->order);
 	free(r->tab);
-	free(r->path);
 	free(r);
+}
+
+const char *vgpu_ckpt_reader_name(const struct vgpu_ckpt_reader *r)
+{
+	return r->name;
 }
 
 const char *vgpu_ckpt_reader_error(const struct vgpu_ckpt_reader *r)
@@ -480,10 +548,10 @@ int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader 
 	a[8] = b[8] = 0;	/* enough to tell them apart */
 	if (memcmp(r->hdr.parent_id, p->hdr.file_id, sizeof(p->hdr.file_id)))
 		return rerr(r, -EXDEV, "its parent is checkpoint %s..., but %s is checkpoint %s...",
-			    a, p->path, b);
+			    a, p->name, b);
 	if (r->hdr.parent_header_crc != p->hdr.header_crc)
 		return rerr(r, -EXDEV, "its parent %s (checkpoint %s) has changed since (header "
-			    "checksum %08x, expected %08x)", p->path, a, p->hdr.header_crc,
+			    "checksum %08x, expected %08x)", p->name, a, p->hdr.header_crc,
 			    r->hdr.parent_header_crc);
 	free(r->pidx);
 	r->pidx = calloc(r->hdr.section_count ? r->hdr.section_count : 1, sizeof(*r->pidx));
@@ -498,7 +566,7 @@ int vgpu_ckpt_attach_parent(struct vgpu_ckpt_reader *r, struct vgpu_ckpt_reader 
 		j = vgpu_ckpt_find(p, s->type, s->id);
 		if (j < 0)
 			return rerr(r, -EBADMSG, "%s refers to the parent %s, which has no such "
-				    "section", label(r, i, l, sizeof(l)), p->path);
+				    "section", label(r, i, l, sizeof(l)), p->name);
 		ps = &p->tab[j];
 		if (ps->raw_len != s->raw_len || ps->crc != s->crc)
 			return rerr(r, -EBADMSG, "%s differs from the parent's section %d (%llu raw "

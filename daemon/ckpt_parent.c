@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt_fd_shim.h"
-
 /* A record table of the parent: n records of @size, or none. */
 static int records(struct ckpt_parent *p, uint32_t type, size_t size, void **rec, size_t *n,
 		   char *why, size_t why_len)

@@ -1,13 +1,36 @@
 // SPDX-License-Identifier: MIT
 /* Module images, kernels, globals and launches. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_image.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
 
 #define MAX_IMAGE (4ull << 30)	/* larger than any fatbin NVIDIA ships */
+
+/*
+ * The driver reads an image as far as its own headers say: they must say
+ * no further than the bytes received. A fatbinC wrapper holds a pointer
+ * into the client; the client sends the fatbin it points to instead.
+ */
+static CUresult image_within(struct worker *w, const uint8_t *img, uint64_t size)
+{
+	size_t extent;
+	int ret = vgpu_image_check(img, size, &extent);
+
+	if (ret == -EPERM)
+		vlog_warn("session %llu: module image refused: a fatbinC wrapper (it points into "
+			  "the client; the client sends the fatbin itself)",
+			  (unsigned long long)w->session_id);
+	else if (ret)
+		vlog_warn("session %llu: module image refused: its headers reach past the %llu "
+			  "bytes received, or PTX text has no NUL",
+			  (unsigned long long)w->session_id, (unsigned long long)size);
+	return ret ? CUDA_ERROR_INVALID_IMAGE : CUDA_SUCCESS;
+}
 
 static enum op_status op_module_load(struct worker *w, struct op_call *call)
 {
@@ -23,8 +46,8 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 	 * then refuse, so the client is never left filling chunks. */
 	img = size && size <= MAX_IMAGE ? malloc(size + 1) : NULL;
 	if (!img) {
-		call->cqe->result = size > MAX_IMAGE ? CUDA_ERROR_INVALID_IMAGE
-						     : CUDA_ERROR_OUT_OF_MEMORY;
+		call->cqe->result = size && size <= MAX_IMAGE ? CUDA_ERROR_OUT_OF_MEMORY
+							      : CUDA_ERROR_INVALID_IMAGE;
 		return OP_DONE;	/* the client sees the answer and stops sending */
 	}
 	ret = bulk_recv_buffer(w, img, size);
@@ -36,6 +59,8 @@ static enum op_status op_module_load(struct worker *w, struct op_call *call)
 	img[size] = 0;	/* PTX text must end; a binary image ignores it */
 	if (obj_get(&w->modules, s->arg[0]))
 		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = image_within(w, img, size);
 	if (!rc)
 		rc = w->B.cuModuleLoadData(&mod, img);
 	/* The image stays with the module: a checkpoint writes it. */

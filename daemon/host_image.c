@@ -25,15 +25,25 @@
  *
  * A fatbin loads only if it holds SASS for sm_90 or PTX for compute_90 or
  * older, as on an H100: else CUDA_ERROR_NO_BINARY_FOR_GPU.
+ *
+ * The bytes come from a tenant, to a root process. Everything is read
+ * within the length received: vgpu_image_check() first (both backends: the
+ * real driver trusts the image's headers for its length), then the reader
+ * here, bounded again. A fatbinC wrapper holds a pointer into the client's
+ * address space: the client unwraps it, the worker refuses it.
  */
 #include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_backend.h"
+#include "host_image.h"
 #include "log.h"
 
 #define FATBINC_MAGIC	0x466243b1u
@@ -48,10 +58,244 @@
 #define MAX_INFLATED	(1ull << 30)
 #define DEVICE_ARCH	(HOST_CC_MAJOR * 10 + HOST_CC_MINOR)
 #define MAX_PTX_ISA	90	/* 9.0, CUDA 13.0 */
+#define MAX_IMAGE	(4ull << 30)	/* as the client's and the worker's */
+#define MIN_ENTRY	48	/* the entry header fields every entry has */
+#define MAX_ENTRY_HDR	4096
 
 static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* --- bounds: what the headers declare lies within the bytes received ---- */
+
+/* Widens *end to off + n, if that does not pass lim. */
+static bool span(uint64_t off, uint64_t n, uint64_t lim, uint64_t *end)
+{
+	uint64_t e;
+
+	if (__builtin_add_overflow(off, n, &e) || e > lim)
+		return false;
+	if (e > *end)
+		*end = e;
+	return true;
+}
+
+/* A string table's strings all end inside it. */
+static bool strtab_ok(const uint8_t *d, const Elf64_Shdr *s)
+{
+	return s->sh_type == SHT_STRTAB && (!s->sh_size || !d[s->sh_offset + s->sh_size - 1]);
+}
+
+static int symtab_bounds(const uint8_t *d, const Elf64_Shdr *s, uint64_t shoff,
+			 uint64_t stride, uint64_t shnum)
+{
+	Elf64_Shdr str;
+	Elf64_Sym sym;
+
+	if (s->sh_entsize != sizeof(sym) || s->sh_size % sizeof(sym))
+		return -EINVAL;
+	memcpy(&str, d + shoff + s->sh_link * stride, sizeof(str));
+	if (!strtab_ok(d, &str))
+		return -EINVAL;
+	for (uint64_t off = 0; off < s->sh_size; off += sizeof(sym)) {
+		memcpy(&sym, d + s->sh_offset + off, sizeof(sym));
+		if (sym.st_name >= (str.sh_size ? str.sh_size : 1) ||
+		    (sym.st_shndx >= shnum && sym.st_shndx < SHN_LORESERVE))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Notes: records of 12 bytes, then name and description, each padded to
+ * 4 (nvcc's), or to 8 in a section aligned so (as some 64-bit producers do). */
+static int notes_bounds(const uint8_t *d, const Elf64_Shdr *s)
+{
+	const uint8_t *p = d + s->sh_offset;
+	uint64_t pos = 0, end, pad = s->sh_addralign == 8 ? 7 : 3;
+
+	while (pos < s->sh_size) {
+		end = 0;
+		if (!span(pos, 12, s->sh_size, &end) ||
+		    !span(end, ((uint64_t)rd32(p + pos) + pad) & ~pad, s->sh_size, &end) ||
+		    !span(end, ((uint64_t)rd32(p + pos + 4) + pad) & ~pad, s->sh_size, &end))
+			return -EINVAL;
+		pos = end;
+	}
+	return 0;
+}
+
+/* Links and tables of a section; every section's bytes lie within the image. */
+static int section_tables(const uint8_t *d, const Elf64_Ehdr *eh, const Elf64_Shdr *s,
+			  uint64_t shnum)
+{
+	if (s->sh_link >= shnum)
+		return -EINVAL;
+	if ((s->sh_type == SHT_REL || s->sh_type == SHT_RELA) && s->sh_info >= shnum)
+		return -EINVAL;
+	if (s->sh_type == SHT_STRTAB && !strtab_ok(d, s))
+		return -EINVAL;
+	if (s->sh_type == SHT_SYMTAB || s->sh_type == SHT_DYNSYM)
+		return symtab_bounds(d, s, eh->e_shoff, eh->e_shentsize, shnum);
+	if (s->sh_type == SHT_NOTE)
+		return notes_bounds(d, s);
+	return 0;
+}
+
+/* Each section's bytes, then its links and tables; the header table lies within lim. */
+static int sections_bounds(const uint8_t *d, const Elf64_Ehdr *eh, uint64_t shnum,
+			   uint64_t lim, uint64_t *end)
+{
+	Elf64_Shdr s;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t i = 0; i < shnum; i++) {
+			memcpy(&s, d + eh->e_shoff + i * eh->e_shentsize, sizeof(s));
+			if (s.sh_type == SHT_NULL || s.sh_type == SHT_NOBITS)
+				continue;
+			if (!pass ? !span(s.sh_offset, s.sh_size, lim, end)
+				  : section_tables(d, eh, &s, shnum) < 0)
+				return -EINVAL;
+		}
+	return 0;
+}
+
+static int elf_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
+{
+	uint64_t end = sizeof(Elf64_Ehdr), shnum, phnum, shstrndx, bytes;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	Elf64_Phdr ph;
+
+	if (lim < sizeof(eh))
+		return -EINVAL;
+	memcpy(&eh, d, sizeof(eh));
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_ehsize < sizeof(eh))
+		return -EINVAL;
+	shnum = eh.e_shnum;
+	phnum = eh.e_phnum;
+	shstrndx = eh.e_shstrndx;
+	if (eh.e_shoff || eh.e_shnum) {
+		if (eh.e_shentsize < sizeof(sh0) || !span(eh.e_shoff, sizeof(sh0), lim, &end))
+			return -EINVAL;
+		/* Extended numbering: the real counts live in section 0. */
+		memcpy(&sh0, d + eh.e_shoff, sizeof(sh0));
+		if (!shnum)
+			shnum = sh0.sh_size;
+		if (phnum == PN_XNUM)
+			phnum = sh0.sh_info;
+		if (shstrndx == SHN_XINDEX)
+			shstrndx = sh0.sh_link;
+		if (__builtin_mul_overflow(shnum, (uint64_t)eh.e_shentsize, &bytes) ||
+		    !span(eh.e_shoff, bytes, lim, &end) || shstrndx >= shnum)
+			return -EINVAL;
+		if (sections_bounds(d, &eh, shnum, lim, &end))
+			return -EINVAL;
+	}
+	if (phnum) {
+		if (eh.e_phentsize < sizeof(ph) ||
+		    __builtin_mul_overflow(phnum, (uint64_t)eh.e_phentsize, &bytes) ||
+		    !span(eh.e_phoff, bytes, lim, &end))
+			return -EINVAL;
+		for (uint64_t i = 0; i < phnum; i++) {
+			memcpy(&ph, d + eh.e_phoff + i * eh.e_phentsize, sizeof(ph));
+			if (!span(ph.p_offset, ph.p_filesz, lim, &end))
+				return -EINVAL;
+		}
+	}
+	*extent = end;
+	return 0;
+}
+
+/* A cubin entry: an ELF whose headers reach no further than its n bytes. */
+static bool elf_within(const uint8_t *d, uint64_t n)
+{
+	uint64_t extent;
+
+	return n >= SELFMAG && !memcmp(d, ELFMAG, SELFMAG) && !elf_bounds(d, n, &extent);
+}
+
+/* Where the fatbin entry at pos ends, within a container ending at total; 0 if it does not. */
+static uint64_t entry_end(const uint8_t *d, uint64_t pos, uint64_t total)
+{
+	const uint8_t *e = d + pos;
+	uint64_t end = 0, flags;
+	uint32_t ehs;
+
+	if (total - pos < MIN_ENTRY)
+		return 0;
+	ehs = rd32(e + 4);
+	if (ehs < MIN_ENTRY || ehs > MAX_ENTRY_HDR || !span(pos, ehs, total, &end) ||
+	    !span(end, rd64(e + 8), total, &end))
+		return 0;
+	flags = rd64(e + 40);
+	/* Compressed: the sizes at 16 and 56 are read, and the first must fit the payload. */
+	if (flags & (FAT_LZ4 | FAT_ZSTD))
+		return ehs >= 64 && rd32(e + 16) <= rd64(e + 8) ? end : 0;
+	/* A cubin is read where it lies: its own headers must stay in its payload. */
+	if (rd16(e) == FAT_ELF && !elf_within(e + ehs, end - pos - ehs))
+		return 0;
+	return end;
+}
+
+static int fatbin_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
+{
+	uint64_t total = 0, pos, next;
+
+	if (lim < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), lim, &total))
+		return -EINVAL;
+	for (pos = rd16(d + 6); pos < total; pos = next) {
+		next = entry_end(d, pos, total);
+		if (!next)
+			return -EINVAL;
+	}
+	*extent = total;
+	return 0;
+}
+
+/* PTX: text up to a NUL inside the bytes (the driver reads to the NUL). */
+static int ptx_bounds(const uint8_t *d, size_t len, uint64_t *extent)
+{
+	size_t n = strnlen((const char *)d, len);
+
+	if (n == len)
+		return -EINVAL;
+	*extent = n + 1;
+	return 0;
+}
+
+/* The magic, read only if the first four bytes are there: no magic holds a NUL. */
+static uint32_t magic_of(const uint8_t *d, size_t len)
+{
+	uint32_t magic = 0;
+
+	if (strnlen((const char *)d, len < 4 ? len : 4) == 4)
+		memcpy(&magic, d, 4);
+	return magic;
+}
+
+int vgpu_image_check(const void *image, size_t len, size_t *extent)
+{
+	const uint8_t *d = image;
+	uint64_t lim = len < MAX_IMAGE ? len : MAX_IMAGE, end = 0;
+	uint32_t magic;
+	int ret;
+
+	if (!d || !len)
+		return -EINVAL;
+	magic = magic_of(d, len);
+	if (magic == FATBINC_MAGIC)
+		return -EPERM;	/* its second word points into the client */
+	if (magic == FATBIN_MAGIC)
+		ret = fatbin_bounds(d, lim, &end);
+	else if (!memcmp(&magic, ELFMAG, SELFMAG))
+		ret = elf_bounds(d, lim, &end);
+	else
+		ret = ptx_bounds(d, len, &end);
+	if (!ret)
+		*extent = end;
+	return ret;
+}
 
 void host_image_free(struct host_image *img)
 {
@@ -104,13 +348,14 @@ static struct host_image_global *add_global(struct host_image *img, const char *
 	return g;
 }
 
+/* 0, -1 out of memory, 1 an index past any kernel's: the layout is unknown. */
 static int add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size)
 {
 	uint32_t *o, *s;
 	int n = k->nparams < 0 ? 0 : k->nparams;
 
 	if (idx >= 4096)
-		return -1;
+		return 1;
 	if ((int)idx >= n) {
 		o = realloc(k->param_off, (idx + 1) * sizeof(*o));
 		if (!o)
@@ -218,9 +463,12 @@ static CUresult entry_bytes(const uint8_t *e, uint32_t hsize, const uint8_t *pl,
 	if (hsize < 64)
 		return CUDA_ERROR_INVALID_IMAGE;
 	usize = rd64(e + 56);
-	if (!csize || csize > psize)
+	if (csize > psize)
+		return CUDA_ERROR_INVALID_IMAGE;
+	if (!csize)
 		csize = psize;
-	if (!usize || usize > MAX_INFLATED)
+	/* An LZ4 sequence yields at most 255 bytes a byte: no gigabyte from a few. */
+	if (!usize || usize > MAX_INFLATED || ((flags & FAT_LZ4) && usize / 255 > csize))
 		return CUDA_ERROR_INVALID_IMAGE;
 	*buf = malloc(usize + 1);
 	if (!*buf)
@@ -303,29 +551,11 @@ static int elf_open(struct elf *f, const uint8_t *d, size_t n)
 	return 0;
 }
 
-/* An ELF given alone has no size: its headers say where it ends. */
-static size_t elf_extent(const uint8_t *d)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
-	const Elf64_Shdr *sh;
-	size_t end;
-
-	if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > (1ull << 40))
-		return 0;
-	end = eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
-	sh = (const Elf64_Shdr *)(d + eh->e_shoff);
-	for (unsigned i = 0; i < eh->e_shnum; i++)
-		if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_offset < (1ull << 40) &&
-		    sh[i].sh_size < (1ull << 40) && sh[i].sh_offset + sh[i].sh_size > end)
-			end = sh[i].sh_offset + sh[i].sh_size;
-	return end;
-}
-
 static int elf_arch(const uint8_t *d)
 {
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+	uint32_t flags = rd32(d + offsetof(Elf64_Ehdr, e_flags));
 
-	return d[EI_ABIVERSION] >= 7 ? (eh->e_flags >> 8) & 0xff : eh->e_flags & 0xff;
+	return d[EI_ABIVERSION] >= 7 ? (flags >> 8) & 0xff : flags & 0xff;
 }
 
 static int elf_find_sec(const struct elf *f, const char *prefix, const char *name)
@@ -362,9 +592,14 @@ static int elf_params(const struct elf *f, struct host_image_kernel *k)
 				break;
 			if (attr == EIATTR_KPARAM_INFO && len >= 16) {
 				uint32_t fl = rd32(p + 12);
+				int r = add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff);
 
-				if (add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff))
+				if (r < 0)
 					return -1;
+				if (r) {
+					k->nparams = -1;
+					return 0;
+				}
 			}
 		} else if (fmt < 1 || fmt > 3) {
 			k->nparams = -1;	/* a record we cannot step over */
@@ -384,7 +619,7 @@ static int is_global_sec(const char *s)
 	       !strcmp(s, ".nv.constant3");
 }
 
-static CUresult elf_parse(const uint8_t *d, size_t n, struct host_image *img)
+static CUresult elf_read(const uint8_t *d, size_t n, struct host_image *img)
 {
 	const Elf64_Shdr *symsh = NULL, *strsh;
 	const Elf64_Sym *sym;
@@ -463,6 +698,24 @@ static CUresult elf_parse(const uint8_t *d, size_t n, struct host_image *img)
 	return CUDA_SUCCESS;
 }
 
+/* The tables are read in place: an ELF inside a fatbin may sit at any offset. */
+static CUresult elf_parse(const uint8_t *d, size_t n, struct host_image *img)
+{
+	uint8_t *copy = NULL;
+	CUresult r;
+
+	if ((uintptr_t)d % 8) {
+		copy = malloc(n ? n : 1);
+		if (!copy)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		memcpy(copy, d, n);
+		d = copy;
+	}
+	r = elf_read(d, n, img);
+	free(copy);
+	return r;
+}
+
 /* --- PTX ---------------------------------------------------------------- */
 
 struct lex {
@@ -522,6 +775,16 @@ static int next(struct lex *x)
 	return 1;
 }
 
+/* The token as a C string, cut to fit: tokens are not NUL-terminated. */
+static const char *tok_str(const struct lex *x, char *buf, size_t size)
+{
+	size_t n = x->len < size - 1 ? x->len : size - 1;
+
+	memcpy(buf, x->tok, n);
+	buf[n] = 0;
+	return buf;
+}
+
 static int is(const struct lex *x, const char *s)
 {
 	return x->len == strlen(s) && !memcmp(x->tok, s, x->len);
@@ -573,7 +836,8 @@ static int tok_num(const struct lex *x, uint64_t *v)
 	return 0;
 }
 
-/* After '=': {a, b, {c}} or a single value, up to ';'. */
+/* After '=': {a, b, {c}} or a single value, up to ';'; esz the scalar's size
+ * (a vector's elements are listed one by one; .b128 holds a 64-bit value). */
 static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 {
 	uint64_t idx = 0, v;
@@ -590,7 +854,7 @@ static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 			continue;
 		}
 		if ((idx + 1) * esz <= g->size)
-			memcpy(g->init + idx * esz, &v, esz);
+			memcpy(g->init + idx * esz, &v, esz < sizeof(v) ? esz : sizeof(v));
 		idx++;
 	}
 	if (bad)
@@ -599,10 +863,18 @@ static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
 	return 0;
 }
 
+/* count elements of esz bytes, no more than a device could hold. */
+static int global_size(struct host_image_global *g, uint64_t count, unsigned esz)
+{
+	if (__builtin_mul_overflow(count, (uint64_t)esz, &g->size) || g->size > MAX_INFLATED)
+		return -1;
+	return 0;
+}
+
 /* A .global or .const declaration at module scope, up to its ';'. */
 static int ptx_global(struct lex *x, struct host_image *img)
 {
-	unsigned esz = 0, vec = 1;
+	unsigned esz = 0, scalar = 0, vec = 1;
 	uint64_t align = 0, count = 1;
 	struct host_image_global *g = NULL;
 
@@ -621,7 +893,8 @@ static int ptx_global(struct lex *x, struct host_image *img)
 				;
 			return 0;
 		} else if (type_size(x)) {
-			esz = type_size(x) * vec;
+			scalar = type_size(x);
+			esz = scalar * vec;
 		} else if (!g && x->tok[0] != '.' && esz) {
 			g = add_global(img, x->tok, x->len);
 			if (!g)
@@ -633,17 +906,17 @@ static int ptx_global(struct lex *x, struct host_image *img)
 				n = 0;	/* [] : sized elsewhere */
 			else if (!next(x) || !is(x, "]"))
 				return 0;
-			count *= n;
+			if (__builtin_mul_overflow(count, n, &count))
+				return -1;
 		} else if (g && is(x, "=")) {
-			g->size = count * esz;
-			if (ptx_init(x, g, esz))
+			/* Sized before the initializer is allocated: the text chooses it. */
+			if (global_size(g, count, esz) || ptx_init(x, g, scalar))
 				return -1;
 			break;
 		}
 	}
 	if (g) {
-		g->size = count * esz;
-		if (g->size > MAX_INFLATED)
+		if (global_size(g, count, esz))
 			return -1;
 		g->align = align ? align : esz;
 		if (g->align > 4096 || (g->align & (g->align - 1)))
@@ -657,6 +930,7 @@ static int ptx_params(struct lex *x, struct host_image_kernel *k)
 {
 	uint32_t off = 0;
 	unsigned idx = 0;
+	int r;
 
 	k->nparams = 0;
 	while (next(x) && !is(x, ")")) {
@@ -671,21 +945,26 @@ static int ptx_params(struct lex *x, struct host_image_kernel *k)
 			if (is(x, ".ptr"))
 				ptr = 1;
 			else if (is(x, ".align") && next(x) && !tok_num(x, &n) && !ptr)
-				align = (unsigned)n;
+				align = n > 4096 ? 3 : (unsigned)n;	/* 3: refused below */
 			else if (type_size(x) && !esz)
 				esz = type_size(x);
-			else if (is(x, "[") && next(x) && !tok_num(x, &n))
-				count *= n;
-		}
-		if (!esz || count > 0x3fff) {
-			k->nparams = -1;
-			return 0;
+			else if (is(x, "[") && next(x) && !tok_num(x, &n) &&
+				 __builtin_mul_overflow(count, n, &count))
+				count = UINT64_MAX;
 		}
 		if (!align)
 			align = esz;
+		if (!esz || count > 0x3fff || (align & (align - 1))) {
+			k->nparams = -1;	/* a layout we do not know */
+			return 0;
+		}
 		off = (off + align - 1) & ~(align - 1);
-		if (add_param(k, idx++, off, (uint32_t)(count * esz)))
-			return -1;
+		r = add_param(k, idx++, off, (uint32_t)(count * esz));
+		if (r) {
+			if (r > 0)
+				k->nparams = -1;
+			return r < 0 ? -1 : 0;
+		}
 		off += (uint32_t)(count * esz);
 		if (is(x, ")"))
 			break;
@@ -697,6 +976,7 @@ static CUresult ptx_parse(const char *text, size_t n, struct host_image *img, in
 {
 	struct lex x = { .p = text, .end = text + n };
 	int depth = 0, ext = 0, version = 0;
+	char buf[32];
 
 	*target = 0;
 	while (next(&x)) {
@@ -709,11 +989,11 @@ static CUresult ptx_parse(const char *text, size_t n, struct host_image *img, in
 		} else if (is(&x, ".version") && next(&x)) {
 			unsigned ma = 0, mi = 0;
 
-			if (sscanf(x.tok, "%u.%u", &ma, &mi) == 2)
+			if (sscanf(tok_str(&x, buf, sizeof(buf)), "%4u.%4u", &ma, &mi) == 2)
 				version = (int)(ma * 10 + mi);
 		} else if (is(&x, ".target") && next(&x)) {
 			if (x.len > 3 && !memcmp(x.tok, "sm_", 3))
-				*target = atoi(x.tok + 3);
+				*target = atoi(tok_str(&x, buf, sizeof(buf)) + 3);
 		} else if (is(&x, ".extern")) {
 			ext = 1;
 			continue;
@@ -745,10 +1025,9 @@ static CUresult ptx_parse(const char *text, size_t n, struct host_image *img, in
 	return CUDA_SUCCESS;
 }
 
-static int looks_like_ptx(const char *s)
+/* n bytes of text, then a NUL. */
+static int looks_like_ptx(const char *s, size_t n)
 {
-	size_t n = strlen(s);
-
 	for (size_t i = 0; i < n; i++)
 		if (!isprint((unsigned char)s[i]) && !isspace((unsigned char)s[i]))
 			return 0;
@@ -797,30 +1076,30 @@ static CUresult entry_parse(const struct entry *e, struct host_image *img)
 	return r;
 }
 
-static CUresult fatbin_parse(const uint8_t *d, struct host_image *img)
+/* A fatbin of len bytes; its entries are read within them (entry_end()). */
+static CUresult fatbin_parse(const uint8_t *d, size_t len, struct host_image *img)
 {
-	uint16_t hsize = rd16(d + 6);
-	uint64_t size = rd64(d + 8), pos;
+	uint64_t total = 0, pos, next;
 	struct entry ents[64];
 	size_t n = 0;
 	int best_elf = 0, best_ptx = 0;
 	CUresult r = CUDA_ERROR_INVALID_IMAGE;
 
-	if (hsize < 16 || size > (1ull << 40))
+	if (len < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), len, &total))
 		return CUDA_ERROR_INVALID_IMAGE;
-	for (pos = hsize; pos + 64 <= hsize + size && n < 64;) {
+	for (pos = rd16(d + 6); pos < total && n < 64; pos = next) {
 		const uint8_t *e = d + pos;
 		struct entry *en = &ents[n];
 
+		next = entry_end(d, pos, total);
+		if (!next)
+			return CUDA_ERROR_INVALID_IMAGE;
 		en->hdr = e;
 		en->kind = rd16(e);
 		en->hsize = rd32(e + 4);
-		en->psize = rd64(e + 8);
+		en->psize = next - pos - en->hsize;
 		en->arch = rd32(e + 28);
-		if (en->hsize < 48 || en->hsize > 4096 || en->psize > hsize + size - pos - en->hsize)
-			return CUDA_ERROR_INVALID_IMAGE;
 		en->payload = e + en->hsize;
-		pos += en->hsize + en->psize;
 		if (en->kind == FAT_ELF || en->kind == FAT_PTX)
 			n++;
 	}
@@ -865,42 +1144,50 @@ static CUresult fatbin_parse(const uint8_t *d, struct host_image *img)
 	return r;
 }
 
-CUresult host_image_parse(const void *image, struct host_image *img)
+CUresult host_image_parse_len(const void *image, size_t len, struct host_image *img)
 {
 	const uint8_t *d = image;
 	uint32_t magic;
+	size_t n;
 	CUresult r;
+	int target;
 
 	memset(img, 0, sizeof(*img));
-	memcpy(&magic, d, 4);
-	if (magic == FATBINC_MAGIC) {
-		d = (const uint8_t *)(uintptr_t)rd64(d + 8);
-		if (!d)
-			return CUDA_ERROR_INVALID_IMAGE;
-		memcpy(&magic, d, 4);
-		if (magic != FATBIN_MAGIC)
-			return CUDA_ERROR_INVALID_IMAGE;
-	}
+	if (vgpu_image_check(d, len, &n))
+		return CUDA_ERROR_INVALID_IMAGE;	/* a wrapper too: never followed */
+	magic = magic_of(d, n);
 	if (magic == FATBIN_MAGIC) {
-		r = fatbin_parse(d, img);
-	} else if (!memcmp(d, ELFMAG, SELFMAG)) {
-		size_t n = elf_extent(d);
+		r = fatbin_parse(d, n, img);
+	} else if (!memcmp(&magic, ELFMAG, SELFMAG)) {
 		int arch = elf_arch(d);
 
 		if (arch / 10 != HOST_CC_MAJOR || arch % 10 > HOST_CC_MINOR) {
 			vlog_err("host backend: the cubin is for sm_%d, not sm_90", arch);
 			return CUDA_ERROR_NO_BINARY_FOR_GPU;
 		}
-		r = n ? elf_parse(d, n, img) : CUDA_ERROR_INVALID_IMAGE;
+		r = elf_parse(d, n, img);
 		img->ptx_version = img->binary_version = DEVICE_ARCH;
-	} else if (looks_like_ptx((const char *)d)) {
-		int target;
-
-		r = ptx_parse((const char *)d, strlen((const char *)d), img, &target);
+	} else if (looks_like_ptx((const char *)d, n - 1)) {
+		r = ptx_parse((const char *)d, n - 1, img, &target);
 	} else {
 		r = CUDA_ERROR_INVALID_IMAGE;
 	}
 	if (r)
 		host_image_free(img);
 	return r;
+}
+
+/*
+ * The driver's contract: a pointer, the length in the image's own headers.
+ * The worker has checked those against the bytes it received
+ * (vgpu_image_check() in exec_module.c) before any backend sees them.
+ */
+CUresult host_image_parse(const void *image, struct host_image *img)
+{
+	size_t n;
+
+	memset(img, 0, sizeof(*img));
+	if (!image || vgpu_image_check(image, SIZE_MAX, &n))
+		return CUDA_ERROR_INVALID_IMAGE;
+	return host_image_parse_len(image, n, img);
 }

@@ -20,7 +20,6 @@
 #include "ckpt.h"
 #include "ckpt_bulk.h"
 #include "clock.h"
-#include "ckpt_fd_shim.h"
 #include "fdpass.h"
 #include "fdv.h"
 #include "log.h"

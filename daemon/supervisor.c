@@ -28,7 +28,6 @@
 #include "ckpt.h"
 #include "clock.h"
 #include "migrate.h"
-#include "ckpt_fd_shim.h"
 #include "fdpass.h"
 #include "fdv.h"
 #include "kmod.h"
@@ -733,10 +732,14 @@ static void check_chain(struct restore_job *j)
 {
 	struct vgpu_ckpt_reader *r;
 	struct vgpu_ckpt_client who;
+	const char *base = strrchr(j->files.path, '/');
 	char err[VGPU_CKPT_MSG];
 	int i;
 
-	j->status = vgpu_ckpt_open_chain_fds(&r, j->files.fd, j->files.n, j->files.path, NULL,
+	/* Named by its file name alone: the reply's message has 111 bytes, and
+	 * vgpuctl says which file it asked about. */
+	j->status = vgpu_ckpt_open_chain_fds(&r, j->files.fd, j->files.n,
+					     base ? base + 1 : j->files.path, NULL,
 					     VGPU_CKPT_VERIFY, err);
 	if (j->status) {
 		snprintf(j->why, sizeof(j->why), "%.*s", (int)sizeof(j->why) - 1, err);

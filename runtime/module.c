@@ -297,7 +297,8 @@ static CUresult load_image(const void *image, bool library, struct module **out)
 	return load_bytes(start, size, library, out);
 }
 
-/* Whole files: the worker tells what they hold (and ends PTX text itself). */
+/* Whole files: the worker tells what they hold. PTX text must end within
+ * the bytes sent (the worker reads no further), so a NUL follows the file. */
 static CUresult load_file(const char *path, bool library, struct module **out)
 {
 	struct stat st;
@@ -315,7 +316,7 @@ static CUresult load_file(const char *path, bool library, struct module **out)
 		close(fd);
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
-	buf = malloc(st.st_size);
+	buf = malloc(st.st_size + 1);
 	if (!buf) {
 		close(fd);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -330,7 +331,8 @@ static CUresult load_file(const char *path, bool library, struct module **out)
 		got += n;
 	}
 	close(fd);
-	rc = got == (size_t)st.st_size ? load_bytes(buf, got, library, out)
+	buf[got] = 0;
+	rc = got == (size_t)st.st_size ? load_bytes(buf, got + 1, library, out)
 				       : CUDA_ERROR_FILE_NOT_FOUND;
 	free(buf);
 	return rc;

@@ -24,6 +24,20 @@ static int usage(void)
 	return 2;
 }
 
+/* Text the file holds, with its non-printable bytes (and '\\') as \xNN:
+ * a hostile file must not drive the terminal. */
+static void print_escaped(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c < 0x20 || c > 0x7e || c == '\\')
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
 static int inspect(const char *path, int verify)
 {
 	struct vgpu_ckpt_reader *r;
@@ -46,10 +60,13 @@ static int inspect(const char *path, int verify)
 		void *text = NULL;
 		size_t len;
 
-		if (i < 0 || vgpu_ckpt_read_whole(r, (unsigned)i, 4096, &text, &len))
+		if (i < 0 || vgpu_ckpt_read_whole(r, (unsigned)i, 4096, &text, &len)) {
 			printf("parent: (not named)\n");
-		else
-			printf("parent: %s\n", (char *)text);
+		} else {
+			printf("parent: ");
+			print_escaped(text, len);
+			printf("\n");
+		}
 		free(text);
 	}
 	for (unsigned i = 0; i < vgpu_ckpt_count(r); i++) {

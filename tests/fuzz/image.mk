@@ -1,0 +1,1 @@
+FUZZ_SRCS_image := daemon/backend_host.c $(filter daemon/host_%.c,$(wildcard daemon/*.c))
