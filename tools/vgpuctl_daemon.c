@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -475,6 +476,25 @@ static int target_open(const char *file, char **tmp)
 	return fd;
 }
 
+/* Interrupted while the daemon writes: the temporary file goes with us. */
+static const char *volatile tmp_file;
+
+static void drop_tmp(int sig)
+{
+	if (tmp_file)
+		unlink(tmp_file);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard_tmp(const char *tmp)
+{
+	tmp_file = tmp;
+	signal(SIGINT, tmp ? drop_tmp : SIG_DFL);
+	signal(SIGTERM, tmp ? drop_tmp : SIG_DFL);
+	signal(SIGHUP, tmp ? drop_tmp : SIG_DFL);
+}
+
 /* The complete file takes its name; its folder synced so that it lasts. */
 static int target_name(const char *tmp, const char *file)
 {
@@ -557,6 +577,7 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		free(file);
 		return VGPUCTL_FAIL;
 	}
+	guard_tmp(tmp);
 	ret = ask_and_wait(path, &m, sizeof(m.q) + len, &fd, 1, &res, "checkpoint", subject,
 			   !a.json, note);
 	close(fd);
@@ -564,6 +585,7 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		ret = target_name(tmp, file);
 	else
 		unlink(tmp);
+	guard_tmp(NULL);
 	free(tmp);
 	if (ret) {
 		free(file);
