@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control socket (include/vgpu/ctl.h): one request per connection,
- * read through the supervisor's io_uring so a slow or silent asker never
- * holds up the event loop, checked field by field, answered with
- * non-blocking sends (an asker that does not read loses its answer).
+ * The control socket (include/vgpu/ctl.h): one request per connection, its
+ * caller taken at accept, read with its descriptors through the
+ * supervisor's io_uring so a slow or silent asker never holds up the event
+ * loop, checked field by field (ctl_request.c), answered with non-blocking
+ * sends (an asker that does not read loses its answer). Every descriptor
+ * that came with a request is closed once it is acted on or refused.
  */
 #include "admin.h"
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * admin.c: requests on vgpud's control socket. The supervisor accepts the
- * connections and reads each request through its io_uring; admin.c keeps
- * them, checks them and answers from what the supervisor lists.
+ * connections and reads each request (with its descriptors) through its
+ * io_uring; admin.c keeps them with their callers, has them checked
+ * (ctl_request.c) and answers from what the supervisor lists.
  */
 #ifndef VGPU_ADMIN_H
 #define VGPU_ADMIN_H
