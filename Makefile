@@ -161,3 +161,10 @@ unit-bins: $(UNIT)/test_ckpt
 $(UNIT)/test_ckpt: $(call obj,tests/unit/test_ckpt.c $(CKPT_SRCS))
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl
+
+# ---- the checkpoint writer on a caller's descriptor (issue 10) -------------
+UNIT_BINS += $(UNIT)/test_ckpt_fd
+unit-bins: $(UNIT)/test_ckpt_fd
+$(UNIT)/test_ckpt_fd: $(call obj,tests/unit/test_ckpt_fd.c $(CKPT_SRCS))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl

@@ -85,6 +85,16 @@ struct vgpu_ckpt_writer;
 /* On failure *out is NULL and err (VGPU_CKPT_MSG bytes) says why. */
 int vgpu_ckpt_writer_open(struct vgpu_ckpt_writer **out, const char *path,
 			  const struct vgpu_ckpt_writer_opts *o, char *err);
+/*
+ * The same into a file the caller opened (a daemon writes into the file its
+ * client created, with the client's rights): a regular, empty file open
+ * O_RDWR and not O_APPEND, else refused. The writer keeps a duplicate of fd;
+ * the finish syncs it and renames nothing (the caller names the file), and
+ * a close without a finish removes nothing. name: for messages and the
+ * record only.
+ */
+int vgpu_ckpt_writer_open_fd(struct vgpu_ckpt_writer **out, int fd, const char *name,
+			     const struct vgpu_ckpt_writer_opts *o, char *err);
 #define VGPU_CKPT_B_RAW	(1u << 0)	/* begin: store this section uncompressed */
 int vgpu_ckpt_begin(struct vgpu_ckpt_writer *w, uint32_t type, uint64_t id,
 		    uint64_t aux, unsigned flags);

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEFAULT_NBUFS	8u
@@ -27,6 +28,7 @@
 struct vgpu_ckpt_writer {
 	char *path, *tmp;
 	int fd;
+	int given;			/* fd came from the caller: no name of ours */
 	int created;			/* tmp is ours to remove */
 	int renamed;
 	struct ckpt_io io;
@@ -66,7 +68,11 @@ static int werr(struct vgpu_ckpt_writer *w, int err, const char *fmt, ...)
 	if (w->err)
 		return w->err;
 	w->err = err;
-	n = snprintf(w->msg, sizeof(w->msg), "%s: ", w->path);
+	/* The name cut to leave the message room: a long path must not push
+	 * msg + n past the buffer (snprintf returns what it would have written). */
+	n = snprintf(w->msg, sizeof(w->msg), "%.200s: ", w->path);
+	if (n < 0 || (size_t)n >= sizeof(w->msg))
+		n = 0;
 	va_start(ap, fmt);
 	vsnprintf(w->msg + n, sizeof(w->msg) - n, fmt, ap);
 	va_end(ap);
@@ -440,6 +446,10 @@ int vgpu_ckpt_finish(struct vgpu_ckpt_writer *w)
 		return werr(w, -errno, "close: %s", strerror(errno));
 	}
 	w->fd = -1;
+	if (w->given) {		/* its name is the caller's business */
+		w->renamed = 1;
+		return 0;
+	}
 	if (rename(w->tmp, w->path) < 0)
 		return werr(w, -errno, "renaming %s: %s", w->tmp, strerror(errno));
 	w->renamed = 1;
@@ -535,15 +545,9 @@ static void prealloc(int fd, uint64_t len)
 		munmap(m, len);
 }
 
-static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_writer_opts *o)
+/* PATH.tmp.<pid>, created here: renamed to PATH by the finish. */
+static int create_tmp(struct vgpu_ckpt_writer *w)
 {
-	unsigned nbufs;
-	size_t bufsize;
-
-	if (check_opts(w, o, &nbufs, &bufsize) || fill_header(w, o))
-		return w->err;
-	if (o->compress && setup_zstd(w, o->compress))
-		return w->err;
 	if (asprintf(&w->tmp, "%s.tmp.%d", w->path, (int)getpid()) < 0) {
 		w->tmp = NULL;
 		return werr(w, -ENOMEM, "out of memory");
@@ -553,6 +557,45 @@ static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_write
 		return werr(w, -errno, "cannot create %s: %s%s", w->tmp, strerror(errno),
 			    errno == EEXIST ? " (a checkpoint of this file in progress?)" : "");
 	w->created = 1;
+	return 0;
+}
+
+/*
+ * A file the caller opened: only a regular, empty one, open for reading and
+ * writing (the landing maps it shared) and not for appending (the writes go
+ * to their offsets). The writer keeps a duplicate.
+ */
+static int take_fd(struct vgpu_ckpt_writer *w, int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return werr(w, -EBADF, "not an open file");
+	if (!S_ISREG(st.st_mode))
+		return werr(w, -EINVAL, "not a regular file");
+	if ((fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND))
+		return werr(w, -EBADF, "not open for reading and writing (or open for appending)");
+	if (st.st_size)
+		return werr(w, -EEXIST, "not empty");
+	w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (w->fd < 0)
+		return werr(w, -errno, "dup: %s", strerror(errno));
+	w->given = 1;
+	return 0;
+}
+
+static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_writer_opts *o, int fd)
+{
+	unsigned nbufs;
+	size_t bufsize;
+
+	if (check_opts(w, o, &nbufs, &bufsize) || fill_header(w, o))
+		return w->err;
+	if (o->compress && setup_zstd(w, o->compress))
+		return w->err;
+	if (fd >= 0 ? take_fd(w, fd) : create_tmp(w))
+		return w->err;
 	if (o->prealloc)
 		prealloc(w->fd, o->prealloc);
 	if (ckpt_io_init(&w->io, w->fd, VGPU_CKPT_DATA_OFFSET, nbufs, bufsize,
@@ -561,20 +604,20 @@ static int writer_setup(struct vgpu_ckpt_writer *w, const struct vgpu_ckpt_write
 	return 0;
 }
 
-int vgpu_ckpt_writer_open(struct vgpu_ckpt_writer **out, const char *path,
-			  const struct vgpu_ckpt_writer_opts *o, char *err)
+static int writer_open(struct vgpu_ckpt_writer **out, const char *path, int fd,
+		       const struct vgpu_ckpt_writer_opts *o, char *err)
 {
 	struct vgpu_ckpt_writer *w = calloc(1, sizeof(*w));
 
 	*out = NULL;
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
-		snprintf(err, VGPU_CKPT_MSG, "%s: out of memory", path);
+		snprintf(err, VGPU_CKPT_MSG, "%.200s: out of memory", path);
 		return -ENOMEM;
 	}
 	w->fd = -1;
 	w->fill = -1;
-	if (writer_setup(w, o)) {
+	if (writer_setup(w, o, fd)) {
 		int ret = w->err;
 
 		snprintf(err, VGPU_CKPT_MSG, "%s", w->msg);
@@ -583,6 +626,23 @@ int vgpu_ckpt_writer_open(struct vgpu_ckpt_writer **out, const char *path,
 	}
 	*out = w;
 	return 0;
+}
+
+int vgpu_ckpt_writer_open(struct vgpu_ckpt_writer **out, const char *path,
+			  const struct vgpu_ckpt_writer_opts *o, char *err)
+{
+	return writer_open(out, path, -1, o, err);
+}
+
+int vgpu_ckpt_writer_open_fd(struct vgpu_ckpt_writer **out, int fd, const char *name,
+			     const struct vgpu_ckpt_writer_opts *o, char *err)
+{
+	if (fd < 0) {
+		*out = NULL;
+		snprintf(err, VGPU_CKPT_MSG, "%.200s: no file", name);
+		return -EBADF;
+	}
+	return writer_open(out, name, fd, o, err);
 }
 
 void vgpu_ckpt_writer_close(struct vgpu_ckpt_writer *w)

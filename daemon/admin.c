@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control socket (include/vgpu/ctl.h): one request per connection,
- * read through the supervisor's io_uring so a slow or silent asker never
- * holds up the event loop, checked field by field, answered with
- * non-blocking sends (an asker that does not read loses its answer).
+ * The control socket (include/vgpu/ctl.h): one request per connection, its
+ * caller taken at accept, read with its descriptors through the
+ * supervisor's io_uring so a slow or silent asker never holds up the event
+ * loop, checked field by field (ctl_request.c), answered with non-blocking
+ * sends (an asker that does not read loses its answer). Every descriptor
+ * that came with a request is closed once it is acted on or refused.
  */
 #include "admin.h"
 
@@ -17,33 +19,71 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "fdv.h"
 #include "log.h"
 
 #define MAX_CONN 16
+#define MAX_GROUPS 1024		/* a caller's groups looked at for the admin group */
 
 static struct {
 	const struct admin_ops *ops;
+	gid_t admin_gid;
 	int fd[MAX_CONN];		/* -1: free */
+	struct ctl_caller who[MAX_CONN];
 	/* one byte more than the largest request: a longer message shows as
 	 * too long (a SEQPACKET read cuts a message to the buffer silently) */
 	union {
 		struct vgpu_ctl_req req;
 		uint8_t bytes[sizeof(struct vgpu_ctl_req) + VGPU_CTL_MAX_ARG + 1];
 	} in[MAX_CONN];
+	/* room for one descriptor more than any request takes: more shows as
+	 * too many (the kernel cuts the rest, MSG_CTRUNC) */
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (VGPU_CTL_MAX_FDS + 1))];
+		struct cmsghdr align;
+	} cmsg[MAX_CONN];
+	struct iovec iov[MAX_CONN];
+	struct msghdr msg[MAX_CONN];
 } ad;
 
-void admin_init(const struct admin_ops *ops)
+void admin_init(const struct admin_ops *ops, gid_t admin_gid)
 {
 	ad.ops = ops;
+	ad.admin_gid = admin_gid;
 	for (int i = 0; i < MAX_CONN; i++)
 		ad.fd[i] = -1;
 }
 
+/* Who is on the other end of @fd, as the kernel saw it at connect. */
+static int caller_of(int fd, struct ctl_caller *who)
+{
+	static gid_t groups[MAX_GROUPS];
+	socklen_t len = sizeof(struct ucred), glen = sizeof(groups);
+	struct ucred cr;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr))
+		return -EINVAL;
+	/* More groups than we look at: only the primary one counts. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
+		glen = 0;
+	*who = (struct ctl_caller){ .pid = (uint32_t)cr.pid, .uid = cr.uid, .gid = cr.gid };
+	who->admin = ctl_is_admin(cr.uid, cr.gid, groups, glen / sizeof(gid_t), ad.admin_gid);
+	return 0;
+}
+
 int admin_add(int fd)
 {
+	struct ctl_caller who;
+
+	if (caller_of(fd, &who)) {
+		vlog_warn("control socket: a caller without credentials refused");
+		close(fd);
+		return -1;
+	}
 	for (int i = 0; i < MAX_CONN; i++)
 		if (ad.fd[i] < 0) {
 			ad.fd[i] = fd;
+			ad.who[i] = who;
 			return i;
 		}
 	vlog_warn("control socket: more than %d requests at once; one refused", MAX_CONN);
@@ -56,10 +96,14 @@ int admin_fd(int slot)
 	return ad.fd[slot];
 }
 
-void *admin_buffer(int slot, size_t *len)
+struct msghdr *admin_msg(int slot)
 {
-	*len = sizeof(ad.in[slot].bytes);
-	return ad.in[slot].bytes;
+	ad.iov[slot] = (struct iovec){ .iov_base = ad.in[slot].bytes,
+				       .iov_len = sizeof(ad.in[slot].bytes) };
+	ad.msg[slot] = (struct msghdr){ .msg_iov = &ad.iov[slot], .msg_iovlen = 1,
+					.msg_control = ad.cmsg[slot].buf,
+					.msg_controllen = sizeof(ad.cmsg[slot].buf) };
+	return &ad.msg[slot];
 }
 
 static bool send_all(int fd, const void *p, size_t len)
@@ -81,71 +125,7 @@ static void refuse(int fd, int err, const char *fmt, ...)
 	send_all(fd, &r, sizeof(r));
 }
 
-/* Why the request is not one we answer, or NULL. */
-static const char *check(const struct vgpu_ctl_req *q, ssize_t len, int *err)
-{
-	const char *arg = (const char *)(q + 1);
-	uint32_t allowed = 0;
-
-	*err = EINVAL;
-	if (len < (ssize_t)sizeof(*q))
-		return "a request is at least 64 bytes";
-	if (q->magic != VGPU_CTL_MAGIC)
-		return "not a vgpu control request (bad magic)";
-	*err = EPROTONOSUPPORT;
-	if (q->version != VGPU_CTL_VERSION)
-		return "unsupported control protocol version";
-	*err = EINVAL;
-	if (q->arg_len > VGPU_CTL_MAX_ARG || len != (ssize_t)(sizeof(*q) + q->arg_len))
-		return "the message is not the request and its argument";
-	for (size_t i = 0; i < sizeof(q->reserved); i++)
-		if (q->reserved[i])
-			return "reserved bytes must be zero";
-	switch (q->op) {
-	case VGPU_CTL_SESSIONS:
-		if (q->arg_len)
-			return "sessions takes no argument";
-		break;
-	case VGPU_CTL_CHECKPOINT:
-		allowed = VGPU_CTL_F_COMPRESS | VGPU_CTL_F_DIRECT | VGPU_CTL_F_STOP |
-			  VGPU_CTL_F_INCREMENTAL;
-		if (!q->session)
-			return "checkpoint needs a session";
-		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)
-			return "the path must be one NUL-terminated string";
-		if (arg[0] != '/')
-			return "the path must be absolute";
-		break;
-	case VGPU_CTL_RESTORE:
-		allowed = VGPU_CTL_F_GPU;
-		if (q->session)
-			return "restore takes no session: the file names it";
-		if (!q->arg_len || memchr(arg, 0, q->arg_len) != arg + q->arg_len - 1)
-			return "the path must be one NUL-terminated string";
-		if (arg[0] != '/')
-			return "the path must be absolute";
-		break;
-	case VGPU_CTL_MIGRATE:
-		allowed = VGPU_CTL_F_GPU;
-		if (!q->session)
-			return "migrate needs a session";
-		if (q->arg_len)
-			return "migrate takes no argument";
-		break;
-	default:
-		*err = EOPNOTSUPP;
-		return "unknown operation";
-	}
-	if (q->flags & ~allowed)
-		return "unknown flags";
-	if (q->gpu && !(q->flags & VGPU_CTL_F_GPU))
-		return "a GPU index without the GPU flag";
-	if (q->gpu >= 64)
-		return "GPU index out of range";
-	return NULL;
-}
-
-static void answer_sessions(int fd, uint64_t session)
+static void answer_sessions(int fd, const struct ctl_caller *who, uint64_t session)
 {
 	struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION };
 	struct vgpu_ctl_session *s = calloc(ADMIN_MAX_SESSIONS, sizeof(*s));
@@ -155,7 +135,7 @@ static void answer_sessions(int fd, uint64_t session)
 		refuse(fd, ENOMEM, "out of memory");
 		return;
 	}
-	n = ad.ops->list_sessions(s, ADMIN_MAX_SESSIONS, session);
+	n = ad.ops->list_sessions(who, s, ADMIN_MAX_SESSIONS, session);
 	if (session && !n) {
 		refuse(fd, ENOENT, "no session %llu", (unsigned long long)session);
 		free(s);
@@ -172,48 +152,29 @@ static void answer_sessions(int fd, uint64_t session)
 	free(s);
 }
 
-void admin_done(int slot, ssize_t res)
+/* A checked request: its answer, or its order with the answer to come.
+ * fds: what came with it, the operation's to duplicate what it keeps. */
+static void act(int slot, int fd, const struct ctl_parsed *p, const int *fds)
 {
-	const struct vgpu_ctl_req *q = &ad.in[slot].req;
-	int fd = ad.fd[slot], err;
-	const char *why;
+	const struct ctl_caller *who = &ad.who[slot];
+	const struct vgpu_ctl_req *q = p->q;
+	char because[112];
+	int err;
 
-	ad.fd[slot] = -1;
-	if (res < 0) {
-		close(fd);
-		return;
-	}
-	why = check(q, res, &err);
-	if (why) {
-		refuse(fd, err, "%s", why);
-	} else if (q->op == VGPU_CTL_SESSIONS) {
-		answer_sessions(fd, q->session);
-	} else {
-		char because[112];
-
-		if (q->op == VGPU_CTL_RESTORE) {
-			err = ad.ops->restore((const char *)(q + 1),
-					      q->flags & VGPU_CTL_F_GPU ? (int)q->gpu : -1,
-					      because, sizeof(because));
-			if (!err) {
-				struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC,
-							    .version = VGPU_CTL_VERSION };
-
-				send_all(fd, &r, sizeof(r));
-				close(fd);
-				return;
-			}
-			refuse(fd, -err, "%s", because);
-			close(fd);
-			return;
-		}
-		if (q->op == VGPU_CTL_MIGRATE)
-			err = ad.ops->migrate(slot, q->session,
-					      q->flags & VGPU_CTL_F_GPU ? (int)q->gpu : -1,
-					      because, sizeof(because));
+	switch (q->op) {
+	case VGPU_CTL_SESSIONS:
+		answer_sessions(fd, who, q->session);
+		break;
+	default:
+		if (q->op == VGPU_CTL_RESTORE)
+			err = ad.ops->restore(who, slot, p->path, p->gpu, fds, p->nfds, because,
+					      sizeof(because));
+		else if (q->op == VGPU_CTL_MIGRATE)
+			err = ad.ops->migrate(who, slot, q->session, p->gpu, because,
+					      sizeof(because));
 		else
-			err = ad.ops->checkpoint(slot, q->session, q->flags, (const char *)(q + 1),
-						 because, sizeof(because));
+			err = ad.ops->checkpoint(who, slot, q->session, q->flags, p->path,
+						 fds[0], because, sizeof(because));
 		if (!err) {
 			ad.fd[slot] = fd;	/* held until the worker answers */
 			return;
@@ -221,6 +182,33 @@ void admin_done(int slot, ssize_t res)
 		refuse(fd, -err, "%s", because);
 	}
 	close(fd);
+}
+
+void admin_done(int slot, ssize_t res)
+{
+	int fd = ad.fd[slot], err, fds[VGPU_CTL_MAX_FDS + 1], cut = 0;
+	unsigned nfds = 0;
+	struct ctl_parsed p;
+	const char *why;
+
+	ad.fd[slot] = -1;
+	if (res >= 0)	/* every descriptor taken, so that each is closed below */
+		nfds = fdv_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
+	if (res < 0) {
+		close(fd);
+		return;
+	}
+	if (cut)
+		why = "more file descriptors than any request takes";
+	else
+		why = ctl_parse(ad.in[slot].bytes, (size_t)res, nfds, &ad.who[slot], &p, &err);
+	if (why)
+		refuse(fd, cut ? EINVAL : err, "%s", why);
+	else
+		act(slot, fd, &p, fds);
+	fdv_close(fds, nfds);
+	if (why)
+		close(fd);
 }
 
 void admin_checkpointed(int slot, const struct ckpt_answer *a)
@@ -246,6 +234,21 @@ void admin_abort(int slot, int err, const char *why)
 	if (fd < 0)
 		return;
 	refuse(fd, err, "%s", why);
+	close(fd);
+	ad.fd[slot] = -1;
+}
+
+void admin_restored(int slot, int err, const char *why)
+{
+	struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION };
+	int fd = ad.fd[slot];
+
+	if (fd < 0)
+		return;
+	if (err)
+		refuse(fd, err, "%s", why);
+	else
+		send_all(fd, &r, sizeof(r));
 	close(fd);
 	ad.fd[slot] = -1;
 }

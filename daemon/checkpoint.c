@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -32,6 +33,7 @@
 #include "ckpt_parent.h"
 #include "ckpt_sink.h"
 #include "clock.h"
+#include "fdv.h"
 #include "gpu_digest.h"
 #include "log.h"
 #include "migrate.h"
@@ -559,6 +561,83 @@ struct ckpt_job {
 
 enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER };
 
+/* ---- the files an order brings ------------------------------------------ */
+
+int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *parent,
+		    unsigned nparent)
+{
+	int fds[FDV_MAX];
+	struct ckpt_order_fds m = { .nfds = 1 + nparent };
+
+	if (fd < 0 || nparent > VGPU_CKPT_MAX_CHAIN)
+		return -EINVAL;
+	if (send(sock, o, sizeof(*o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(*o))
+		return -errno;
+	fds[0] = fd;
+	memcpy(fds + 1, parent, nparent * sizeof(int));
+	/* Right after the order, which the worker reads only once it is told
+	 * (order_pending); it then waits for this one a while. Should this
+	 * one not go, the order is out all the same: the worker's answer (an
+	 * error, once it gave up waiting) is what the asker gets. */
+	if (fdv_send(sock, &m, sizeof(m), fds, 1 + nparent) != sizeof(m))
+		vlog_warn("an order's files could not follow it: %s", strerror(errno));
+	return 0;
+}
+
+/* The message after an order: its descriptors into fds (room FDV_MAX). */
+static int order_fds(int sock, int *fds, unsigned *n)
+{
+	struct ckpt_order_fds m;
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	int ret;
+
+	*n = 0;
+	if (poll(&p, 1, 10000) != 1)
+		return -ETIMEDOUT;
+	*n = FDV_MAX;
+	ret = fdv_recv(sock, &m, sizeof(m), fds, n);
+	if (ret != sizeof(m) || m.nfds != *n || !*n) {
+		fdv_close(fds, *n);
+		*n = 0;
+		return ret < 0 ? ret : -EBADMSG;
+	}
+	return 0;
+}
+
+int ckpt_order_recv_fds(int sock, struct ckpt_order *o)
+{
+	int fds[FDV_MAX];
+	unsigned n;
+	int ret = order_fds(sock, fds, &n);
+
+	o->fd = -1;
+	o->nparent = 0;
+	if (ret)
+		return ret;
+	o->fd = fds[0];
+	o->nparent = n - 1;
+	memcpy(o->parent_fds, fds + 1, (n - 1) * sizeof(int));
+	return 0;
+}
+
+void ckpt_order_drop_fds(int sock)
+{
+	int fds[FDV_MAX];
+	unsigned n;
+
+	if (!order_fds(sock, fds, &n))
+		fdv_close(fds, n);
+}
+
+void ckpt_order_close(struct ckpt_order *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	fdv_close(o->parent_fds, o->nparent);
+	o->nparent = 0;
+}
+
 static void answer(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a)
 {
 	if (a->status)
@@ -586,7 +665,7 @@ static int writer_open(struct worker *w, const struct ckpt_order *o,
 					      .prealloc = prealloc,
 					      .parent = parent ? parent->r : NULL };
 
-	return vgpu_ckpt_writer_open(wr, o->path, &opts, err);
+	return vgpu_ckpt_writer_open_fd(wr, o->fd, o->path, &opts, err);
 }
 
 static int open_writer(struct ckpt_run *r, const struct ckpt_order *o,
@@ -625,18 +704,19 @@ static void open_parent(struct worker *w, const struct ckpt_order *o, struct ckp
 	if (!o->parent[0]) {
 		snprintf(a->message, sizeof(a->message),
 			 "no earlier checkpoint of this session: a full one");
-	} else if (ckpt_parent_open(p, o->parent, w->session_id, o->path, why, sizeof(why))) {
+	} else if (ckpt_parent_open(p, o->parent_fds, o->nparent, o->parent, w->session_id, o->path,
+				    why, sizeof(why))) {
 		vlog_warn("session %llu: incremental checkpoint: %s; writing a full one",
 			  (unsigned long long)w->session_id, why);
 		snprintf(a->message, sizeof(a->message), "full, not incremental: %.88s", why);
 	}
 }
 
-static void file_size(const char *path, struct ckpt_answer *a)
+static void file_size(const struct ckpt_order *o, struct ckpt_answer *a)
 {
 	struct stat st;
 
-	if (!a->status && !stat(path, &st))
+	if (!a->status && !fstat(o->fd, &st))
 		a->result.file_bytes = (uint64_t)st.st_size;
 }
 
@@ -698,7 +778,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (registered)
 		w->B.cuMemHostUnregister(staging);
 	ckpt_sink_free(r.sink);
-	file_size(o->path, a);
+	file_size(o, a);
 out:
 	worker_progress_end(w);
 	vgpu_ckpt_writer_close(wr);	/* not finished: its temporary file goes */
@@ -761,6 +841,7 @@ static void job_free(struct ckpt_job *j)
 		munmap(j->buf, j->cap);
 	ckpt_sink_free(j->sink);
 	ckpt_parent_close(&j->parent);
+	ckpt_order_close(&j->order);
 	free(j);
 }
 
@@ -780,7 +861,7 @@ static void *flush(void *arg)
 		else if ((ret = vgpu_ckpt_finish(wr)))
 			fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
 		vgpu_ckpt_writer_close(wr);
-		file_size(j->order.path, &j->a);
+		file_size(&j->order, &j->a);
 	}
 	j->a.result.total_ns = vgpu_now_ns() - j->t_ordered;
 	j->a.result.snapshot = 1;
@@ -826,15 +907,27 @@ fail:
 	job_free(j);
 }
 
-void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
+void worker_checkpoint_start(struct worker *w, const struct ckpt_order *in)
 {
 	struct ckpt_job *j = calloc(1, sizeof(*j));
 	uint64_t want = w->vmem.in_use + (64ull << 20);
+	const struct ckpt_order *o = in;
 	pthread_t t;
 
+	if (!j)
+		ckpt_order_drop_fds(w->ctl);
 	if (j) {
+		j->order = *in;
+		o = &j->order;
+		if (ckpt_order_recv_fds(w->ctl, &j->order)) {
+			struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -EBADF };
+
+			snprintf(a.message, sizeof(a.message), "the order came without its file");
+			answer(w, o, &a);
+			free(j);
+			return;
+		}
 		j->w = w;
-		j->order = *o;
 		j->a.type = WMSG_CHECKPOINTED;
 		j->t_ordered = vgpu_now_ns();
 		open_parent(w, o, &j->parent, &j->a);
@@ -857,6 +950,7 @@ void worker_checkpoint_start(struct worker *w, const struct ckpt_order *o)
 	if (j) {
 		ckpt_parent_close(&j->parent);	/* opened again by the file's writer */
 		checkpoint_now(w, o, &j->a);
+		ckpt_order_close(&j->order);
 		free(j);
 	} else {
 		struct ckpt_answer a = { .type = WMSG_CHECKPOINTED, .status = -ENOMEM };

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "vgpu/ckpt.h"
+#include "ckpt.h"
 #include "ckpt_bulk.h"
 #include "vgpu/ctl.h"
 
@@ -23,13 +24,40 @@ struct vgpu_ckpt_writer;
 
 #define WORDER_CHECKPOINT	1
 
-/* Supervisor -> worker. */
+/*
+ * Supervisor -> worker. The worker opens no checkpoint path: every order
+ * is followed by a message of its own (struct ckpt_order_fds) bringing the
+ * files it works on: the file to write (vgpuctl's, the daemon's own for a
+ * drain, a memfd for a move), then, for INCREMENTAL, the parent's chain,
+ * the parent first and each one's own parent after it.
+ */
 struct ckpt_order {
 	uint32_t type;			/* WORDER_CHECKPOINT */
 	uint32_t flags;			/* VGPU_CTL_F_* */
-	char path[VGPU_CTL_MAX_ARG];
+	char path[VGPU_CTL_MAX_ARG];	/* the file's name: messages, a child's PARENT */
 	char parent[VGPU_CTL_MAX_ARG];	/* INCREMENTAL: the session's last checkpoint, or "" */
+	/* In the worker, from the message that follows (not meaningful on the
+	 * wire): owned by whoever holds the order, ckpt_order_close() frees. */
+	int fd;				/* the file to write */
+	uint32_t nparent;
+	int parent_fds[VGPU_CKPT_MAX_CHAIN];
 };
+
+struct ckpt_order_fds {
+	uint32_t nfds;			/* 1 + nparent descriptors come with it */
+	uint32_t pad;
+};
+
+/* Supervisor: @o, then its descriptors (@fd, then @nparent of @parent).
+ * 0 once the order is out (the worker answers it, with an error if its
+ * files did not come), or -errno: nothing was sent. */
+int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *parent,
+		    unsigned nparent);
+/* Worker: the descriptors that follow @o into it; 0, or -errno and none. */
+int ckpt_order_recv_fds(int sock, struct ckpt_order *o);
+/* Worker: an order refused before it was copied: its descriptors closed. */
+void ckpt_order_drop_fds(int sock);
+void ckpt_order_close(struct ckpt_order *o);
 
 /* Worker -> supervisor: starts like struct worker_msg (type first). */
 struct ckpt_answer {

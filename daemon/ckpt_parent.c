@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* A record table of the parent: n records of @size, or none. */
 static int records(struct ckpt_parent *p, uint32_t type, size_t size, void **rec, size_t *n,
@@ -19,17 +18,25 @@ static int records(struct ckpt_parent *p, uint32_t type, size_t size, void **rec
 	return ret;
 }
 
-/* Whether writing @child would replace a file of the chain. */
+/* Whether the name @child would replace a file of the chain: the parent's
+ * own name, or the name an ancestor is recorded under by its child. */
 static const char *replaces(const struct ckpt_parent *p, const char *child)
 {
-	struct stat c, f;
+	if (!strcmp(child, p->path))
+		return "the parent itself";
+	for (struct vgpu_ckpt_reader *r = p->r; r && vgpu_ckpt_parent(r); r = vgpu_ckpt_parent(r)) {
+		int i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_PARENT, 0);
+		char *rec;
+		size_t len;
+		bool same;
 
-	if (stat(child, &c))
-		return NULL;	/* a new file */
-	for (const struct vgpu_ckpt_reader *r = p->r; r; r = vgpu_ckpt_parent(r))
-		if (!fstat(vgpu_ckpt_reader_fd(r), &f) && f.st_dev == c.st_dev &&
-		    f.st_ino == c.st_ino)
-			return r == p->r ? "the parent itself" : "one of the parent's own parents";
+		if (i < 0 || vgpu_ckpt_read_whole(r, (unsigned)i, 4095, (void **)&rec, &len))
+			continue;
+		same = len == strlen(child) && !memcmp(rec, child, len);
+		free(rec);
+		if (same)
+			return "one of the parent's own parents";
+	}
 	return NULL;
 }
 
@@ -40,8 +47,8 @@ static int by_id(const void *a, const void *b)
 	return x->data_id < y->data_id ? -1 : x->data_id > y->data_id;
 }
 
-int ckpt_parent_open(struct ckpt_parent *p, const char *path, uint64_t session,
-		     const char *child, char *why, size_t why_len)
+int ckpt_parent_open(struct ckpt_parent *p, const int *fds, unsigned nfds, const char *path,
+		     uint64_t session, const char *child, char *why, size_t why_len)
 {
 	char err[VGPU_CKPT_MSG];
 	const char *what;
@@ -49,17 +56,18 @@ int ckpt_parent_open(struct ckpt_parent *p, const char *path, uint64_t session,
 
 	memset(p, 0, sizeof(*p));
 	snprintf(p->path, sizeof(p->path), "%s", path);
-	ret = vgpu_ckpt_open_chain(&p->r, path, NULL, 0, err);
+	ret = vgpu_ckpt_open_chain_fds(&p->r, fds, nfds, path, NULL, 0, err);
 	if (ret) {
 		snprintf(why, why_len, "%s", err);
 		return ret;
 	}
 	if (vgpu_ckpt_header(p->r)->session_id != session) {
-		snprintf(why, why_len, "%s is a checkpoint of session %llu", path,
+		snprintf(why, why_len, "%.200s is a checkpoint of session %llu", path,
 			 (unsigned long long)vgpu_ckpt_header(p->r)->session_id);
 		ret = -EXDEV;
 	} else if ((what = replaces(p, child))) {
-		snprintf(why, why_len, "%s is %s: an incremental checkpoint needs it", child, what);
+		snprintf(why, why_len, "%.200s is %s: an incremental checkpoint needs it", child,
+			 what);
 		ret = -EEXIST;
 	} else {
 		ret = records(p, VGPU_CKPT_SEC_DIGESTS, sizeof(*p->dg), (void **)&p->dg, &p->ndg,

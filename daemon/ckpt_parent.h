@@ -25,13 +25,15 @@ struct ckpt_parent {
 };
 
 /*
- * Opens @path as the parent of a checkpoint of @session to be written at
- * @child. Refused (-errno, why): a file that is missing or damaged, of
- * another session, without digests, or one that writing @child would
- * replace (the child itself or one of its ancestors).
+ * The chain in @fds (@nfds: the parent, then its own parents; the
+ * supervisor kept them from the session's last checkpoint), named @path,
+ * as the parent of a checkpoint of @session to be written at @child.
+ * Refused (-errno, why): a chain that is incomplete or damaged, of another
+ * session, without digests, or one that naming the new file @child would
+ * replace (the parent's name or one its ancestors are recorded under).
  */
-int ckpt_parent_open(struct ckpt_parent *p, const char *path, uint64_t session,
-		     const char *child, char *why, size_t why_len);
+int ckpt_parent_open(struct ckpt_parent *p, const int *fds, unsigned nfds, const char *path,
+		     uint64_t session, const char *child, char *why, size_t why_len);
 void ckpt_parent_close(struct ckpt_parent *p);
 
 /* Whether the parent holds these very bytes at that allocation. */

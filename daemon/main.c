@@ -2,6 +2,7 @@
 /* vgpud: owns the GPUs and runs CUDA calls for its clients. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,13 @@ static void usage(FILE *f)
 "  -s, --socket PATH             listen here (default %s)\n"
 "  -m, --socket-mode MODE        permissions of the socket, octal (default 0666;\n"
 "                                who may connect may use the GPU)\n"
-"  -c, --control PATH            vgpuctl's control socket (default: the socket's\n"
-"                                path with .sock replaced by .ctl, %s)\n"
-"      --control-mode MODE       its permissions, octal (default 0600: who may\n"
-"                                list, checkpoint and end sessions)\n"
+"  -c, --control PATH            vgpuctl's control socket (default %s;\n"
+"                                for DIR/client/NAME.sock DIR/control/NAME.ctl,\n"
+"                                else beside the socket, .sock replaced by .ctl)\n"
+"      --control-mode MODE       its permissions, octal (default 0666: each\n"
+"                                caller acts on its own sessions only)\n"
+"      --admin-group NAME        members list and act on every session, as root\n"
+"                                does (default vgpu-admin when it exists)\n"
 "      --checkpoint-on-exit DIR  on SIGTERM, suspend every session to DIR (their\n"
 "                                programs wait, VGPU_RESUME_TIMEOUT s at most)\n"
 "      --restore DIR             sessions suspended in DIR come back when their\n"
@@ -68,6 +72,20 @@ static int cuda_usable(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* --admin-group NAME (a group that must exist), else vgpu-admin if it does. */
+static int admin_group_of(const char *name, gid_t *gid)
+{
+	struct group *g = getgrnam(name ? name : "vgpu-admin");
+
+	if (g)
+		*gid = g->gr_gid;
+	else if (name) {
+		fprintf(stderr, "vgpud: --admin-group %s: no such group\n", name);
+		return -1;
+	}
+	return 0;
+}
+
 /* A whole number in 1..max for option @name, or a message and -1. */
 static int parse_count(const char *name, const char *arg, unsigned int max, unsigned int *out)
 {
@@ -90,6 +108,7 @@ int main(int argc, char **argv)
 		{ "socket-mode", required_argument, NULL, 'm' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "control-mode", required_argument, NULL, 'M' },
+		{ "admin-group", required_argument, NULL, 'A' },
 		{ "checkpoint-on-exit", required_argument, NULL, 'E' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "workers", required_argument, NULL, 'w' },
@@ -105,7 +124,8 @@ int main(int argc, char **argv)
 		.backend = "auto",
 		.pool_size = 2,
 		.socket_mode = 0666,
-		.control_mode = 0600,
+		.control_mode = 0666,
+		.admin_gid = (gid_t)-1,
 		.limits = { .user_sessions = 64, .user_waiting = 16, .hello_timeout = 5 },
 		.worker = {
 			.sq_entries = 256,
@@ -115,6 +135,7 @@ int main(int argc, char **argv)
 			.host_pool_size = 64ull << 30,
 		},
 	};
+	const char *admin_group = NULL;
 	int c, foreground = 0;
 	char *end, control[108];
 
@@ -136,6 +157,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			cfg.control_path = optarg;
+			break;
+		case 'A':
+			admin_group = optarg;
 			break;
 		case 'M':
 			cfg.control_mode = strtoul(optarg, &end, 8);
@@ -184,6 +208,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vgpud: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (admin_group_of(admin_group, &cfg.admin_gid))
+		return 2;
 	if (!cfg.control_path) {
 		cfg.control_path = vgpu_ctl_path_for(cfg.socket_path, control, sizeof(control));
 		if (!cfg.control_path) {

@@ -21,6 +21,7 @@
 #include "ckpt_bulk.h"
 #include "clock.h"
 #include "fdpass.h"
+#include "fdv.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -108,21 +109,31 @@ static void *move_prepare(void *arg)
 
 void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
 {
-	struct move_job *j;
+	struct move_job *j = calloc(1, sizeof(*j));
 	pthread_t t;
 
-	if (w->ring.kmod)
-		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return worker_migrate_out(w, o, NULL, NULL);
-	j->w = w;
+	if (!j) {
+		ckpt_order_drop_fds(w->ctl);
+		return (void)refuse_move(w, -ENOMEM, "out of memory");
+	}
 	j->order = *o;
+	if (ckpt_order_recv_fds(w->ctl, &j->order)) {
+		free(j);
+		return (void)refuse_move(w, -EBADF, "the order came without the move's file");
+	}
+	if (w->ring.kmod) {
+		ckpt_order_close(&j->order);
+		free(j);
+		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
+	}
+	j->w = w;
 	/* The device and pool bytes, and room for the rest of the state. */
 	j->prealloc = w->vmem.in_use + w->pool.in_use + (64ull << 20);
 	if (pthread_create(&t, NULL, move_prepare, j)) {
+		worker_migrate_out(w, &j->order, NULL, NULL);
+		ckpt_order_close(&j->order);
 		free(j);
-		return worker_migrate_out(w, o, NULL, NULL);
+		return;
 	}
 	pthread_detach(t);
 	w->move_job = j;
@@ -137,6 +148,7 @@ void worker_migrate_poll(struct worker *w)
 	w->move_job = NULL;
 	worker_migrate_out(w, &j->order, j->wr, &j->land);
 	land_unmap(j);
+	ckpt_order_close(&j->order);
 	free(j);
 }
 
@@ -152,6 +164,7 @@ void worker_migrate_refuse(struct worker *w, int err, const char *why)
 	vgpu_ckpt_writer_close(j->wr);	/* not finished: its temporary file goes */
 	refuse_move(w, err, "%s", why);
 	w->move_job = NULL;
+	ckpt_order_close(&j->order);
 	free(j);
 }
 
@@ -166,7 +179,8 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	struct ckpt_answer a = { 0 };
 	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
 	struct migrate_verdict v;
-	int fds[MIGRATE_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd, w->print_out };
+	int fds[MIGRATE_SESSION_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd,
+					 w->print_out };
 	uint64_t paused_at = vgpu_now_ns();
 
 	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
@@ -189,7 +203,7 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	a.type = WMSG_MIGRATING;
 	a.result.paused_at_ns = paused_at;
 	say(w, &a);
-	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_FDS) < 0) {
+	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_SESSION_FDS) < 0) {
 		vlog_warn("session %llu: cannot hand the session over: %s",
 			  (unsigned long long)w->session_id, strerror(errno));
 		return;
@@ -200,18 +214,29 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	if (v.status) {
 		vlog_warn("session %llu: the move failed (%d): serving on",
 			  (unsigned long long)w->session_id, v.status);
-		unlink(o->path);
 		return;
 	}
 	vlog_info("session %llu: moved to another worker", (unsigned long long)w->session_id);
 	w->moved = true;
 }
 
-void worker_suspend(struct worker *w, const struct ckpt_order *o)
+void worker_suspend(struct worker *w, const struct ckpt_order *in)
 {
 	struct ckpt_answer a = { .type = WMSG_CHECKPOINTED };
+	struct ckpt_order *o = malloc(sizeof(*o));
 
-	if (w->ring.kmod) {
+	if (!o) {
+		ckpt_order_drop_fds(w->ctl);
+		a.status = -ENOMEM;
+		snprintf(a.message, sizeof(a.message), "out of memory");
+		say(w, &a);
+		return;
+	}
+	*o = *in;
+	if (ckpt_order_recv_fds(w->ctl, o)) {
+		a.status = -EBADF;
+		snprintf(a.message, sizeof(a.message), "the order came without its file");
+	} else if (w->ring.kmod) {
 		a.status = -EOPNOTSUPP;
 		snprintf(a.message, sizeof(a.message), "sessions over /dev/vgpu cannot be suspended yet");
 	} else if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
@@ -220,6 +245,8 @@ void worker_suspend(struct worker *w, const struct ckpt_order *o)
 	} else if (!worker_checkpoint_file(w, o, &a, NULL, NULL)) {
 		worker_leave_suspended(w, o->path);
 	}
+	ckpt_order_close(o);
+	free(o);
 	a.type = WMSG_CHECKPOINTED;
 	say(w, &a);
 }
@@ -703,7 +730,8 @@ static int take_ring(struct worker *w, const struct migrate_state *st, const int
  * out as @layout says. 0, or -errno and why in a->message.
  */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
-		   const char *path, int onto, struct ckpt_answer *a)
+		   const int *ckpt, unsigned nckpt, const char *path, int onto,
+		   struct ckpt_answer *a)
 {
 	struct rebuild b = { .w = w, .why = a->message, .why_len = sizeof(a->message) };
 	struct migrate_state st = { .wl = *layout };
@@ -743,7 +771,7 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 	ex.driver_version = driver;
 	/* No checksum pass first: each section's is checked as it is read, and
 	 * a failed rebuild leaves the session as it was. */
-	ret = vgpu_ckpt_open_chain(&b.r, path, &ex, 0, err);
+	ret = vgpu_ckpt_open_chain_fds(&b.r, ckpt, nckpt, path, &ex, 0, err);
 	if (ret) {
 		memcpy(a->message, err, sizeof(a->message) - 1);	/* cut to fit */
 		goto out;
@@ -815,12 +843,13 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 		a.status = -EINVAL;
 		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
 	} else {
-		worker_take_up(w, &h->st.wl, fds, h->path, h->gpu, &a);
+		worker_take_up(w, &h->st.wl, fds, &fds[MIGRATE_SESSION_FDS], 1, h->path, h->gpu,
+			       &a);
+		close(fds[MIGRATE_SESSION_FDS]);	/* the move's file: read */
 	}
 	say(w, &a);
 	if (a.status)
 		return a.status;
-	unlink(h->path);
 	return worker_loop(w);
 }
 
@@ -832,8 +861,9 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	struct vgpu_welcome wl = { 0 }, ok = { .magic = VGPU_PROTO_MAGIC,
 					       .version = VGPU_PROTO_VERSION,
 					       .carrier = VGPU_CARRIER_MEMFD };
-	int take[5], zero = 0;
+	int take[5], zero = 0, chain[FDV_MAX];
 	const char *why = NULL;
+	unsigned nchain = 0;
 	int ret = -EINVAL;
 
 	if (!rep)
@@ -844,13 +874,16 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 		 wl.magic != VGPU_PROTO_MAGIC || wl.session_id != h->resume_session)
 		why = "a resume must bring the session's layout";
 	else if (write(w->ctl, &m, sizeof(m)) != sizeof(m) ||
-		 recv(w->ctl, rep, sizeof(*rep), 0) != sizeof(*rep) ||
-		 !memchr(rep->path, 0, sizeof(rep->path)))
+		 (nchain = FDV_MAX, fdv_recv(w->ctl, rep, sizeof(*rep), chain, &nchain)) !=
+		 sizeof(*rep) || !memchr(rep->path, 0, sizeof(rep->path)))
 		why = "the daemon's supervisor did not answer";
 	else if ((ret = rep->status))
 		why = ret == -EPERM ? "that suspended session belongs to another process"
 				    : "no suspended session of that number here";
+	else if (!nchain || nchain != rep->nfds)
+		why = "the daemon's supervisor sent no checkpoint";
 	if (why) {
+		fdv_close(chain, nchain);
 		worker_refuse(w->sock, ret ? -ret : EINVAL, why);
 		free(rep);
 		return ret ? ret : -EINVAL;
@@ -862,14 +895,13 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	take[2] = fds[1];
 	take[3] = fds[2];
 	take[4] = nfds > 3 ? fds[3] : -1;
-	ret = worker_take_up(w, &wl, take, rep->path, rep->gpu, &a);
+	ret = worker_take_up(w, &wl, take, chain, nchain, rep->path, rep->gpu, &a);
+	fdv_close(chain, nchain);
 	if (ret) {
 		worker_refuse(w->sock, -ret, a.message);
 		free(rep);
 		return ret;
 	}
-	if (rep->consume)
-		unlink(rep->path);
 	free(rep);
 	write_once(&w->ring.sh->state, VGPU_WORKER_RUNNING);
 	ok.session_id = w->session_id;

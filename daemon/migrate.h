@@ -4,13 +4,15 @@
  * none the wiser: its rings, doorbell, pinned pool and socket stay where
  * they are; only the worker behind them changes.
  *
- *   1. supervisor -> old worker: WORDER_MIGRATE with a file to use.
+ *   1. supervisor -> old worker: WORDER_MIGRATE with a file to use (a
+ *      memfd of the supervisor's: no name anyone could guess or open).
  *   2. old worker: drains, writes a checkpoint to the file, hands every
  *      entry it took back to the ring, answers WMSG_MIGRATING, then sends
  *      struct migrate_state with the session's descriptors (client socket,
  *      region, doorbell, pool, the client's stdout) and waits for a verdict.
  *   3. supervisor -> an idle worker: struct worker_handoff (RESUME) with
- *      those descriptors; it rebuilds the state at the same addresses and
+ *      those descriptors and the file's; it rebuilds the state at the same
+ *      addresses and
  *      answers WMSG_CHECKPOINTED (status 0: it serves the session now).
  *   4. supervisor -> old worker: the verdict. 0: exit, the session moved;
  *      else: serve on, nothing changed for the client.
@@ -31,7 +33,8 @@ struct worker;
 #define WORDER_SUSPEND		3	/* checkpoint, then leave the client waiting */
 #define WMSG_MIGRATING		4	/* struct ckpt_answer */
 
-#define MIGRATE_FDS		5	/* socket, region, doorbell, pool, stdout */
+#define MIGRATE_SESSION_FDS	5	/* socket, region, doorbell, pool, stdout */
+#define MIGRATE_FDS		6	/* those, and the checkpoint to take up */
 
 struct migrate_state {
 	struct vgpu_welcome wl;		/* the layout the client uses */
@@ -50,16 +53,17 @@ struct worker_handoff {
 	uint32_t type;			/* HANDOFF_* */
 	int32_t gpu;			/* RESUME: onto this GPU; -1: GPU 0 */
 	struct migrate_state st;	/* RESUME */
-	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint */
+	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint's name (messages) */
 };
 
-/* Supervisor -> worker: where a resuming session's state is (WMSG_RESUME). */
+/* Supervisor -> worker: a resuming session's state (WMSG_RESUME). With
+ * status 0 the chain's descriptors come with it, the checkpoint first. */
 struct resume_reply {
 	int32_t status;			/* 0, -ENOENT (none), -EPERM (not yours) */
-	uint32_t consume;		/* remove the file once the session is up */
+	uint32_t nfds;			/* descriptors with it */
 	int32_t gpu;			/* onto this GPU; -1: GPU 0 */
 	uint32_t pad;
-	char path[VGPU_CTL_MAX_ARG];
+	char path[VGPU_CTL_MAX_ARG];	/* the checkpoint's name (messages) */
 };
 
 /* Supervisor -> old worker: step 4. */
@@ -93,11 +97,16 @@ void worker_leave_suspended(struct worker *w, const char *path);
 /* A suspended session's client came back (hello with VGPU_HELLO_RESUME and
  * its region, doorbell, pool and stdout): take it up, then serve it. */
 int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds, int nfds);
-/* A session's state from @path into this fresh worker (a move, or a
- * suspended client coming back), serving the rings in @fds: socket, region,
- * doorbell, pool, the client's stdout (or -1). 0, or -errno, why in a. */
+/*
+ * A session's state from the checkpoint chain in @ckpt (@nckpt files, the
+ * checkpoint first; named @name in messages) into this fresh worker (a
+ * move, or a suspended client coming back), serving the rings in @fds:
+ * socket, region, doorbell, pool, the client's stdout (or -1). 0, or
+ * -errno, why in a. Opens no path.
+ */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
-		   const char *path, int gpu, struct ckpt_answer *a);
+		   const int *ckpt, unsigned nckpt, const char *name, int gpu,
+		   struct ckpt_answer *a);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);

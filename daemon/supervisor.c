@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -26,6 +29,7 @@
 #include "clock.h"
 #include "migrate.h"
 #include "fdpass.h"
+#include "fdv.h"
 #include "kmod.h"
 #include "log.h"
 
@@ -34,6 +38,17 @@
 
 
 enum wstate { W_STARTING, W_IDLE, W_BUSY };
+
+/*
+ * Checkpoint files the supervisor holds open: the daemon never opens a
+ * caller's file, so what a later order needs (the parent of an incremental
+ * checkpoint) is kept as descriptors. n 0: none (a zeroed slot has none).
+ */
+struct chain {
+	unsigned n;
+	int fd[VGPU_CKPT_MAX_CHAIN];	/* the file, then its parents */
+	char *path;			/* the file's name, as its caller gave it */
+};
 
 struct wslot {
 	pid_t pid;
@@ -52,10 +67,12 @@ struct wslot {
 	int moved_from;		/* resuming the session of that worker, or -1 */
 	uint16_t gen;		/* counts the workers this slot has had */
 	bool moved;		/* its session went to another worker */
-	char migrate_path[64];	/* the checkpoint a move goes through */
-	char *ordered;		/* the checkpoint it is writing for vgpuctl */
-	char *last_ckpt;	/* its session's last checkpoint file (the
-				 * parent of an incremental one), or NULL */
+	struct chain move;	/* the memfd a move goes through */
+	struct chain ordered;	/* the checkpoint it is writing for vgpuctl */
+	struct chain last;	/* its session's last checkpoint (the parent of
+				 * an incremental one) and that one's parents */
+	char *drain_path;	/* --checkpoint-on-exit: the file, and the */
+	char *drain_tmp;	/* temporary one it is written to */
 	int move_gpu;		/* the GPU a move it was ordered goes to, or -1 */
 	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
 	union {			/* what the worker says lands here */
@@ -71,19 +88,39 @@ struct ksession {
 	bool attached;
 };
 
-/* A suspended session, from vgpud --restore DIR: only its own process may
- * take it up again. */
+/* A suspended session (vgpud --restore DIR, vgpuctl restore): only its own
+ * process may take it up again. */
 struct suspended {
 	uint64_t session;
 	uint32_t pid, uid;
 	bool consume;		/* the daemon's own file (--restore DIR): removed once used */
 	int gpu;		/* vgpuctl restore --gpu N, or -1 */
-	char path[VGPU_CTL_MAX_ARG];
+	struct chain files;	/* its checkpoint and parents, checked whole */
+};
+
+/*
+ * vgpuctl restore: the chain is checked whole (every checksum) on a thread
+ * of its own, not on the event loop; done tells the loop (woken through
+ * restore_ev) that the rest is its to finish.
+ */
+#define MAX_RESTORES 16
+struct restore_job {
+	bool used;
+	int done;		/* set by the thread, last */
+	int slot;		/* the admin slot waiting for the answer */
+	struct ctl_caller who;
+	int gpu;
+	struct chain files;
+	/* what the thread found */
+	int status;
+	char why[112];
+	uint64_t session;
+	uint32_t pid, uid;
 };
 
 /* What an io_uring completion is about. */
 enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ,
-	       EV_DRAIN_TIMEOUT, EV_HELLO, EV_ADMIT_TICK };
+	       EV_DRAIN_TIMEOUT, EV_HELLO, EV_ADMIT_TICK, EV_RESTORED };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 static struct {
@@ -100,12 +137,26 @@ static struct {
 	int ctl_fd;		/* the control socket, -1 if none */
 	struct suspended *susp;	/* sessions waiting to be taken up (--restore) */
 	size_t nsusp;
+	struct restore_job restores[MAX_RESTORES];
+	int restore_ev;		/* eventfd: a restore's check is done */
+	uint64_t restore_count;
 	int gpus;			/* the GPUs a worker sees (from the first ready) */
 	unsigned int draining;	/* suspensions still to be answered */
 	struct __kernel_timespec drain_ts;
 	struct worker_stats *stats;	/* one slot per worker, shared with it */
 	struct ksession ks[MAX_KMOD_SESSIONS];
 } sv;
+
+/* @dir and the folders above it, 0755 where they are missing. */
+static void make_dirs(char *dir)
+{
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = 0;
+		mkdir(dir, 0755);
+		*p = '/';
+	}
+	mkdir(dir, 0755);
+}
 
 static int listen_on(const char *path, unsigned int mode)
 {
@@ -120,7 +171,7 @@ static int listen_on(const char *path, unsigned int mode)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		mkdir(dir, 0755);	/* /run/vgpu on first start */
+		make_dirs(dir);	/* /run/vgpu/client, /run/vgpu/control on first start */
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -513,6 +564,55 @@ static void on_attach_request(int i)
 		close(fd);
 }
 
+/* ---- files held as descriptors ------------------------------------------ */
+
+static void chain_close(struct chain *c)
+{
+	fdv_close(c->fd, c->n);
+	c->n = 0;
+	free(c->path);
+	c->path = NULL;
+}
+
+/* @c: duplicates of @n descriptors of @fds, named @path. 0 or -errno. */
+static int chain_dup(struct chain *c, const int *fds, unsigned n, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	if (n > VGPU_CKPT_MAX_CHAIN)
+		return -E2BIG;
+	for (; c->n < n; c->n++) {
+		c->fd[c->n] = fcntl(fds[c->n], F_DUPFD_CLOEXEC, 3);
+		if (c->fd[c->n] < 0) {
+			int err = -errno;
+
+			chain_close(c);
+			return err;
+		}
+	}
+	if (path && !(c->path = strdup(path))) {
+		chain_close(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The folder of @path synced, so that a rename in it lasts. */
+static void sync_dir_of(const char *path)
+{
+	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+	int fd;
+
+	if (slash && slash != dir) {
+		*slash = 0;
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	free(dir);
+}
+
 /* ---- drain and take-up (vgpud --checkpoint-on-exit / --restore) ------- */
 
 static void drained_one(void)
@@ -523,25 +623,79 @@ static void drained_one(void)
 	}
 }
 
+/* A drain's file, written or not: named, or removed. */
+static void drain_file_done(struct wslot *ws, bool ok)
+{
+	if (!ws->drain_tmp)
+		return;
+	if (ok && rename(ws->drain_tmp, ws->drain_path) < 0) {
+		vlog_warn("session %llu: cannot rename %s: %s", (unsigned long long)ws->session_id,
+			  ws->drain_tmp, strerror(errno));
+		ok = false;
+	}
+	if (ok)
+		sync_dir_of(ws->drain_path);
+	else
+		unlink(ws->drain_tmp);
+	free(ws->drain_tmp);
+	free(ws->drain_path);
+	ws->drain_tmp = ws->drain_path = NULL;
+}
+
+/*
+ * The daemon's own folder (--checkpoint-on-exit): the one place besides
+ * --restore where the supervisor opens a path itself. The worker gets the
+ * temporary file's descriptor; it takes the final name once complete.
+ */
+static int drain_file(struct wslot *ws, const char *dir, struct ckpt_order *o)
+{
+	int fd;
+
+	snprintf(o->path, sizeof(o->path), "%s/session-%llu.vgc", dir,
+		 (unsigned long long)ws->session_id);
+	if (!(ws->drain_path = strdup(o->path)) ||
+	    asprintf(&ws->drain_tmp, "%s.tmp.%d", o->path, (int)getpid()) < 0) {
+		ws->drain_tmp = NULL;
+		drain_file_done(ws, false);
+		return -ENOMEM;
+	}
+	fd = open(ws->drain_tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int err = -errno;
+
+		free(ws->drain_tmp);
+		free(ws->drain_path);
+		ws->drain_tmp = ws->drain_path = NULL;
+		return err;
+	}
+	return fd;
+}
+
 /* SIGTERM with --checkpoint-on-exit: every session to the folder, its
  * client left waiting; the daemon stops once all have answered. */
 static void start_drain(void)
 {
 	const char *dir = sv.cfg->checkpoint_on_exit;
 	struct io_uring_sqe *sqe;
+	static struct ckpt_order o;
 
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
-		struct ckpt_order o = { .type = WORDER_SUSPEND };
+		int fd, ret;
 
 		if (!ws->pid || ws->state != W_BUSY || ws->moved || ws->closed || ws->ctl < 0 ||
 		    !sv.stats)
 			continue;
-		snprintf(o.path, sizeof(o.path), "%s/session-%llu.vgc", dir,
-			 (unsigned long long)ws->session_id);
-		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
-			vlog_warn("session %llu: cannot ask it to suspend",
-				  (unsigned long long)ws->session_id);
+		memset(&o, 0, sizeof(o));
+		o.type = WORDER_SUSPEND;
+		fd = drain_file(ws, dir, &o);
+		ret = fd < 0 ? fd : ckpt_order_send(ws->ctl, &o, fd, NULL, 0);
+		if (fd >= 0)
+			close(fd);
+		if (ret) {
+			vlog_warn("session %llu: cannot ask it to suspend: %s",
+				  (unsigned long long)ws->session_id, strerror(-ret));
+			drain_file_done(ws, false);
 			continue;
 		}
 		ws->suspending = true;
@@ -559,26 +713,6 @@ static void start_drain(void)
 	io_uring_sqe_set_data64(sqe, UD(EV_DRAIN_TIMEOUT, 0));
 }
 
-static void add_suspended(uint64_t session, uint32_t pid, uint32_t uid, const char *path,
-			  bool consume, int gpu)
-{
-	struct suspended *n = realloc(sv.susp, (sv.nsusp + 1) * sizeof(*n));
-
-	if (!n)
-		return;
-	sv.susp = n;
-	n = &sv.susp[sv.nsusp++];
-	*n = (struct suspended){ .session = session, .pid = pid, .uid = uid, .consume = consume,
-				 .gpu = gpu };
-	snprintf(n->path, sizeof(n->path), "%s", path);
-	if (session > sv.next_session)
-		sv.next_session = session;	/* new sessions get other numbers */
-}
-
-/*
- * A suspended session's file, checked whole (every checksum), registered so
- * that its own program may take it up. 0, or -errno and why.
- */
 /* gpu: an index the workers see, or -1; else -ENODEV and why. */
 static int check_gpu(int gpu, char *why, size_t len)
 {
@@ -589,48 +723,93 @@ static int check_gpu(int gpu, char *why, size_t len)
 	return 0;
 }
 
-static int register_suspended(const char *path, bool consume, int gpu, char *why, size_t len)
+/*
+ * A restore's chain checked whole (every checksum) and its program read
+ * from it; from a thread (vgpuctl restore) or at start (--restore DIR).
+ * Reads the descriptors only.
+ */
+static void check_chain(struct restore_job *j)
 {
 	struct vgpu_ckpt_reader *r;
 	struct vgpu_ckpt_client who;
+	const char *base = strrchr(j->files.path, '/');
 	char err[VGPU_CKPT_MSG];
-	uint64_t id;
-	int i, ret = vgpu_ckpt_open_chain(&r, path, NULL, VGPU_CKPT_VERIFY, err);
+	int i;
 
-	if (ret) {
-		snprintf(why, len, "%.*s", (int)len - 1, err);
-		return ret;
+	/* Named by its file name alone: the reply's message has 111 bytes, and
+	 * vgpuctl says which file it asked about. */
+	j->status = vgpu_ckpt_open_chain_fds(&r, j->files.fd, j->files.n,
+					     base ? base + 1 : j->files.path, NULL,
+					     VGPU_CKPT_VERIFY, err);
+	if (j->status) {
+		snprintf(j->why, sizeof(j->why), "%.*s", (int)sizeof(j->why) - 1, err);
+		return;
 	}
-	id = vgpu_ckpt_header(r)->session_id;
+	j->session = vgpu_ckpt_header(r)->session_id;
 	i = vgpu_ckpt_find(r, VGPU_CKPT_SEC_CLIENT, 0);
 	if (i < 0 || vgpu_ckpt_read_begin(r, (unsigned)i) ||
 	    vgpu_ckpt_read(r, &who, sizeof(who)) != sizeof(who)) {
-		vgpu_ckpt_reader_close(r);
-		snprintf(why, len, "the file names no program to give the session back to");
-		return -EBADMSG;
+		j->status = -EBADMSG;
+		snprintf(j->why, sizeof(j->why), "the file names no program to give the session "
+			 "back to");
+	} else {
+		j->pid = who.pid;
+		j->uid = who.uid;
 	}
 	vgpu_ckpt_reader_close(r);
+}
+
+/*
+ * A checked chain registered so that its own program may take it up; its
+ * descriptors move to the suspended session. who: the caller of vgpuctl
+ * restore, NULL for the daemon's own --restore DIR. 0, or -errno and why.
+ */
+static int register_suspended(const struct ctl_caller *who, struct restore_job *j, bool consume)
+{
+	struct suspended *n;
+
+	if (j->status)
+		return j->status;
+	if (who && !ctl_may(who, j->uid)) {
+		snprintf(j->why, sizeof(j->why), "session %llu is another user's (uid %u): not "
+			 "yours to restore", (unsigned long long)j->session, j->uid);
+		return -EPERM;
+	}
 	for (size_t k = 0; k < sv.nsusp; k++)
-		if (sv.susp[k].session == id) {
-			snprintf(why, len, "session %llu is already waiting to be taken up",
-				 (unsigned long long)id);
+		if (sv.susp[k].session == j->session) {
+			snprintf(j->why, sizeof(j->why), "session %llu is already waiting to be "
+				 "taken up", (unsigned long long)j->session);
 			return -EEXIST;
 		}
 	for (int k = 0; k < MAX_WORKERS; k++)
-		if (sv.w[k].pid && sv.w[k].state == W_BUSY && sv.w[k].session_id == id &&
+		if (sv.w[k].pid && sv.w[k].state == W_BUSY && sv.w[k].session_id == j->session &&
 		    !sv.w[k].moved && !sv.w[k].suspended) {
-			snprintf(why, len, "session %llu is running", (unsigned long long)id);
+			snprintf(j->why, sizeof(j->why), "session %llu is running",
+				 (unsigned long long)j->session);
 			return -EBUSY;
 		}
-	add_suspended(id, who.pid, who.uid, path, consume, gpu);
-	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)id, who.pid,
-		  path);
+	n = realloc(sv.susp, (sv.nsusp + 1) * sizeof(*n));
+	if (!n) {
+		snprintf(j->why, sizeof(j->why), "out of memory");
+		return -ENOMEM;
+	}
+	sv.susp = n;
+	n = &sv.susp[sv.nsusp++];
+	*n = (struct suspended){ .session = j->session, .pid = j->pid, .uid = j->uid,
+				 .consume = consume, .gpu = j->gpu, .files = j->files };
+	memset(&j->files, 0, sizeof(j->files));
+	if (j->session > sv.next_session)
+		sv.next_session = j->session;	/* new sessions get other numbers */
+	vlog_info("session %llu (pid %u) may come back from %s", (unsigned long long)j->session,
+		  j->pid, n->files.path);
 	return 0;
 }
 
-/* --restore DIR: the sessions suspended there, each with its program. */
+/* --restore DIR: the sessions suspended there, each with its program. The
+ * folder is the daemon's own: it opens these files itself. */
 static void load_suspended(const char *dir)
 {
+	static struct restore_job j;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
@@ -639,57 +818,153 @@ static void load_suspended(const char *dir)
 		return;
 	}
 	while ((e = readdir(d))) {
-		char path[VGPU_CTL_MAX_ARG], why[128];
+		struct vgpu_ckpt_reader *r, *p;
+		char path[VGPU_CTL_MAX_ARG], err[VGPU_CKPT_MSG];
+		int fds[VGPU_CKPT_MAX_CHAIN];
+		unsigned n = 0;
 
 		if (strncmp(e->d_name, "session-", 8) || !strstr(e->d_name, ".vgc") ||
 		    strstr(e->d_name, ".tmp."))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (register_suspended(path, true, -1, why, sizeof(why)))
-			vlog_warn("--restore: %s: %s", path, why);
+		memset(&j, 0, sizeof(j));
+		j.gpu = -1;
+		if (vgpu_ckpt_open_chain(&r, path, NULL, 0, err)) {
+			vlog_warn("--restore: %s", err);
+			continue;
+		}
+		for (p = r; p && n < VGPU_CKPT_MAX_CHAIN; p = vgpu_ckpt_parent(p))
+			fds[n++] = vgpu_ckpt_reader_fd(p);
+		if (chain_dup(&j.files, fds, n, path)) {
+			vlog_warn("--restore: %s: out of descriptors", path);
+		} else {
+			check_chain(&j);
+			if (register_suspended(NULL, &j, true))
+				vlog_warn("--restore: %s: %s", path, j.why);
+		}
+		vgpu_ckpt_reader_close(r);
+		chain_close(&j.files);
 	}
 	closedir(d);
 }
 
-static int order_restore(const char *path, int gpu, char *why, size_t len)
+static void *restore_thread(void *arg)
 {
-	int ret = check_gpu(gpu, why, len);
+	struct restore_job *j = arg;
+	uint64_t one = 1;
 
-	return ret ? ret : register_suspended(path, false, gpu, why, len);
+	check_chain(j);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	if (write(sv.restore_ev, &one, sizeof(one)) != sizeof(one))
+		vlog_warn("restore: cannot wake the event loop: %s", strerror(errno));
+	return NULL;
 }
 
-/* A worker's client wants to take up a suspended session. */
+/* vgpuctl restore: the caller's files, checked on a thread; the answer
+ * comes through admin_restored() once it is done. */
+static int order_restore(const struct ctl_caller *who, int slot, const char *path, int gpu,
+			 const int *fds, unsigned nfds, char *why, size_t len)
+{
+	struct restore_job *j = NULL;
+	pthread_t t;
+	int ret = check_gpu(gpu, why, len);
+
+	if (ret)
+		return ret;
+	for (int k = 0; k < MAX_RESTORES && !j; k++)
+		if (!sv.restores[k].used)
+			j = &sv.restores[k];
+	if (!j || sv.restore_ev < 0) {
+		snprintf(why, len, "too many restores at once");
+		return -EAGAIN;
+	}
+	memset(j, 0, sizeof(*j));
+	ret = chain_dup(&j->files, fds, nfds, path);
+	if (ret) {
+		snprintf(why, len, "cannot keep the files: %s", strerror(-ret));
+		return ret;
+	}
+	j->slot = slot;
+	j->who = *who;
+	j->gpu = gpu;
+	ret = pthread_create(&t, NULL, restore_thread, j);
+	if (ret) {
+		chain_close(&j->files);
+		snprintf(why, len, "cannot start checking the file: %s", strerror(ret));
+		return -ret;
+	}
+	pthread_detach(t);
+	j->used = true;
+	return 0;
+}
+
+/* The loop: restores whose check is done get their answer. */
+static void restores_done(void)
+{
+	for (int k = 0; k < MAX_RESTORES; k++) {
+		struct restore_job *j = &sv.restores[k];
+		int ret;
+
+		if (!j->used || !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+			continue;
+		ret = register_suspended(&j->who, j, false);
+		admin_restored(j->slot, -ret, j->why);
+		chain_close(&j->files);
+		j->used = false;
+	}
+}
+
+static void arm_restored(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
+
+	io_uring_prep_read(sqe, sv.restore_ev, &sv.restore_count, sizeof(sv.restore_count), 0);
+	io_uring_sqe_set_data64(sqe, UD(EV_RESTORED, 0));
+}
+
+/* A worker's client wants to take up a suspended session: the chain's
+ * descriptors go to the worker, which opens no path. */
 static void on_resume_request(int i)
 {
 	static struct resume_reply rep;
 	struct wslot *ws = &sv.w[i];
 	uint64_t id = ws->msg.kmod_session;
+	struct suspended *s = NULL;
 
 	memset(&rep, 0, sizeof(rep));
 	rep.status = -ENOENT;
-	for (size_t k = 0; k < sv.nsusp; k++) {
-		struct suspended *s = &sv.susp[k];
-
-		if (s->session != id)
+	for (size_t k = 0; k < sv.nsusp && !s; k++) {
+		if (sv.susp[k].session != id)
 			continue;
-		if (s->pid != ws->client_pid || s->uid != ws->client_uid) {
+		if (sv.susp[k].pid != ws->client_pid || sv.susp[k].uid != ws->client_uid) {
 			rep.status = -EPERM;
 			vlog_warn("pid %u may not take up session %llu (pid %u's)", ws->client_pid,
-				  (unsigned long long)id, s->pid);
+				  (unsigned long long)id, sv.susp[k].pid);
 			break;
 		}
-		rep.status = 0;
-		rep.consume = s->consume;
-		rep.gpu = s->gpu;
-		snprintf(rep.path, sizeof(rep.path), "%s", s->path);
-		free(ws->last_ckpt);	/* a file removed once used is no parent */
-		ws->last_ckpt = s->consume ? NULL : strdup(s->path);
-		ws->session_id = id;
-		sv.susp[k] = sv.susp[--sv.nsusp];
-		break;
+		s = &sv.susp[k];
 	}
-	if (send(ws->ctl, &rep, sizeof(rep), MSG_NOSIGNAL) != sizeof(rep))
+	if (s) {
+		rep.status = 0;
+		rep.nfds = s->files.n;
+		rep.gpu = s->gpu;
+		snprintf(rep.path, sizeof(rep.path), "%s", s->files.path);
+	}
+	if (fdv_send(ws->ctl, &rep, sizeof(rep), s ? s->files.fd : NULL, s ? s->files.n : 0) !=
+	    sizeof(rep))
 		vlog_warn("worker %d: cannot answer its resume request", ws->pid);
+	if (!s)
+		return;
+	ws->session_id = id;
+	chain_close(&ws->last);
+	if (s->consume) {
+		/* The daemon's own file: the worker has it open; no parent later. */
+		unlink(s->files.path);
+		chain_close(&s->files);
+	} else {
+		ws->last = s->files;	/* the parent of the session's next incremental */
+	}
+	*s = sv.susp[--sv.nsusp];
 }
 
 /* The verdict to the worker a session was leaving (migrate.h, step 4). */
@@ -702,9 +977,9 @@ static void moved(int j)
 		vlog_warn("worker %d: cannot tell it the session moved", from->pid);
 	if (!v.status) {
 		from->moved = true;
-		free(to->last_ckpt);
-		to->last_ckpt = from->last_ckpt;	/* the session's, wherever it runs */
-		from->last_ckpt = NULL;
+		chain_close(&to->last);
+		to->last = from->last;	/* the session's, wherever it runs */
+		memset(&from->last, 0, sizeof(from->last));
 		vlog_info("session %llu: moved from worker %d to worker %d",
 			  (unsigned long long)to->session_id, from->pid, to->pid);
 	}
@@ -717,11 +992,12 @@ static void on_migrating(int i)
 {
 	static struct worker_handoff h;
 	struct wslot *ws = &sv.w[i];
-	int fds[MIGRATE_FDS], nfds = MIGRATE_FDS, j, n, slot = ws->admin_slot;
+	int fds[MIGRATE_FDS], nfds = MIGRATE_SESSION_FDS, j, n, slot = ws->admin_slot;
 
 	if (ws->ckpt.status) {		/* refused: the old worker serves on */
 		admin_checkpointed(slot, &ws->ckpt);
 		ws->admin_slot = -1;
+		chain_close(&ws->move);
 		return;
 	}
 	memset(&h, 0, sizeof(h));
@@ -729,7 +1005,8 @@ static void on_migrating(int i)
 	for (j = 0; j < MAX_WORKERS; j++)
 		if (sv.w[j].pid && sv.w[j].state == W_IDLE)
 			break;
-	if (n != sizeof(h.st) || nfds != MIGRATE_FDS || j == MAX_WORKERS) {
+	if (n != sizeof(h.st) || nfds != MIGRATE_SESSION_FDS || j == MAX_WORKERS ||
+	    !ws->move.n) {
 		struct migrate_verdict v = { .status = -EAGAIN };
 
 		for (int k = 0; n >= 0 && k < nfds; k++)
@@ -739,6 +1016,7 @@ static void on_migrating(int i)
 		admin_abort(slot, EAGAIN, j == MAX_WORKERS ? "no idle worker to move the session to"
 						 : "the session's hand-over was incomplete");
 		ws->admin_slot = -1;
+		chain_close(&ws->move);
 		return;
 	}
 	h.session_id = ws->session_id;
@@ -747,10 +1025,12 @@ static void on_migrating(int i)
 	h.type = HANDOFF_RESUME;
 	/* Onto the GPU ordered, else the one the session is on. */
 	h.gpu = ws->move_gpu >= 0 ? ws->move_gpu : sv.stats ? sv.stats[i].gpu : -1;
-	snprintf(h.path, sizeof(h.path), "%s", ws->migrate_path);
+	snprintf(h.path, sizeof(h.path), "%s", ws->move.path);
+	fds[MIGRATE_SESSION_FDS] = ws->move.fd[0];	/* the state, written */
 	n = vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, MIGRATE_FDS);
-	for (int k = 0; k < MIGRATE_FDS; k++)
+	for (int k = 0; k < MIGRATE_SESSION_FDS; k++)
 		close(fds[k]);	/* the new worker has them, and the old one still */
+	chain_close(&ws->move);
 	sv.w[j].state = W_BUSY;
 	sv.w[j].session_id = ws->session_id;
 	sv.w[j].client_pid = ws->client_pid;
@@ -764,6 +1044,25 @@ static void on_migrating(int i)
 		sv.w[j].ckpt.status = -EPIPE;
 		moved(j);
 	}
+}
+
+/*
+ * A checkpoint vgpuctl ordered is written: it is the session's last one,
+ * the parent of its next incremental, and that one's parents with it when
+ * it refers to them.
+ */
+static void new_last(struct wslot *ws)
+{
+	struct chain c = ws->ordered;
+
+	if (ws->ckpt.result.incremental && ws->last.n && ws->last.n < VGPU_CKPT_MAX_CHAIN) {
+		memcpy(c.fd + 1, ws->last.fd, ws->last.n * sizeof(int));
+		c.n += ws->last.n;
+		ws->last.n = 0;
+	}
+	chain_close(&ws->last);
+	ws->last = c;
+	memset(&ws->ordered, 0, sizeof(ws->ordered));
 }
 
 static void on_worker_msg(int i, int res)
@@ -794,6 +1093,7 @@ static void on_worker_msg(int i, int res)
 		if (ws->ckpt.status)
 			vlog_warn("session %llu could not be suspended: %s",
 				  (unsigned long long)ws->session_id, ws->ckpt.message);
+		drain_file_done(ws, !ws->ckpt.status);
 		drained_one();
 		arm_worker(i);
 		return;
@@ -808,11 +1108,9 @@ static void on_worker_msg(int i, int res)
 			moved(i);
 			ws->ckpt.result.paused_at_ns = ws->paused_at;
 		}
-		if (ws->ordered && !ws->ckpt.status) {
-			free(ws->last_ckpt);
-			ws->last_ckpt = ws->ordered;
-			ws->ordered = NULL;
-		}
+		if (ws->ordered.n && !ws->ckpt.status)
+			new_last(ws);
+		chain_close(&ws->ordered);
 		admin_checkpointed(ws->admin_slot, &ws->ckpt);
 		ws->admin_slot = -1;
 		/* --stop: the worker ends the session itself after the write. */
@@ -823,6 +1121,7 @@ static void on_worker_msg(int i, int res)
 	}
 	if (ws->suspending) {		/* died before it answered */
 		ws->suspending = false;
+		drain_file_done(ws, false);
 		drained_one();
 	}
 	if (ws->moved_from >= 0) {	/* died while taking the session over */
@@ -880,8 +1179,10 @@ static void reap_children(void)
 					    "the session ended before its checkpoint was done");
 			if (ws->ctl >= 0)
 				close(ws->ctl);
-			free(ws->ordered);
-			free(ws->last_ckpt);
+			chain_close(&ws->ordered);
+			chain_close(&ws->last);
+			chain_close(&ws->move);
+			drain_file_done(ws, false);
 			gen = ws->gen;
 			memset(ws, 0, sizeof(*ws));
 			ws->gen = gen;
@@ -902,7 +1203,8 @@ static void arm_accept(void)
 
 /* ---- control socket (admin.c answers) ------------------------------------ */
 
-static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t id)
+static size_t list_sessions(const struct ctl_caller *who, struct vgpu_ctl_session *out,
+			    size_t max, uint64_t id)
 {
 	size_t n = 0;
 
@@ -910,7 +1212,8 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 		const struct wslot *ws = &sv.w[i];
 		struct vgpu_ctl_session *r = &out[n];
 
-		if (!ws->pid || ws->state != W_BUSY || ws->moved || (id && ws->session_id != id))
+		if (!ws->pid || ws->state != W_BUSY || ws->moved || (id && ws->session_id != id) ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		*r = (struct vgpu_ctl_session){
 			.id = ws->session_id,
@@ -937,15 +1240,51 @@ static size_t list_sessions(struct vgpu_ctl_session *out, size_t max, uint64_t i
 	return n;
 }
 
-static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *path, char *why,
-			    size_t len)
+/*
+ * The file vgpuctl created and passes (its caller's, opened with its
+ * caller's rights): a regular, empty file open for reading and writing.
+ * The worker writes and syncs it through this descriptor; vgpuctl names it.
+ */
+static int check_target(int fd, char *why, size_t len)
 {
-	struct ckpt_order o = { .type = WORDER_CHECKPOINT, .flags = flags };
+	int fl = fcntl(fd, F_GETFL);
+	struct stat st;
 
+	if (fl < 0 || fstat(fd, &st) < 0) {
+		snprintf(why, len, "the descriptor passed is not an open file");
+		return -EBADF;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, len, "the descriptor passed is not a regular file");
+		return -EINVAL;
+	}
+	if ((fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND)) {
+		snprintf(why, len, "the file passed must be open for reading and writing, "
+			 "not appending");
+		return -EBADF;
+	}
+	if (st.st_size) {
+		snprintf(why, len, "the file passed is not empty");
+		return -EEXIST;
+	}
+	return 0;
+}
+
+static int order_checkpoint(const struct ctl_caller *who, int slot, uint64_t id, uint32_t flags,
+			    const char *path, int fd, char *why, size_t len)
+{
+	static struct ckpt_order o;
+	int ret = check_target(fd, why, len);
+
+	if (ret)
+		return ret;
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
+		unsigned np = 0;
 
-		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id)
+		/* Another user's session is answered as one that is not there. */
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		if (ws->closed || ws->ctl < 0) {
 			snprintf(why, len, "session %llu is ending", (unsigned long long)id);
@@ -956,34 +1295,46 @@ static int order_checkpoint(int slot, uint64_t id, uint32_t flags, const char *p
 				 (unsigned long long)id);
 			return -EBUSY;
 		}
+		memset(&o, 0, sizeof(o));
+		o.type = WORDER_CHECKPOINT;
+		o.flags = flags;
 		snprintf(o.path, sizeof(o.path), "%s", path);
-		if (flags & VGPU_CTL_F_INCREMENTAL && ws->last_ckpt)
-			snprintf(o.parent, sizeof(o.parent), "%s", ws->last_ckpt);
-		free(ws->ordered);
-		if (!(ws->ordered = strdup(path))) {
-			snprintf(why, len, "out of memory");
-			return -ENOMEM;
+		/* The parent is the file the session's last checkpoint went to,
+		 * kept open since: not a path opened again. */
+		if (flags & VGPU_CTL_F_INCREMENTAL && ws->last.n &&
+		    ws->last.n < VGPU_CKPT_MAX_CHAIN) {
+			snprintf(o.parent, sizeof(o.parent), "%s", ws->last.path);
+			np = ws->last.n;
 		}
-		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
+		chain_close(&ws->ordered);
+		ret = chain_dup(&ws->ordered, &fd, 1, path);
+		if (ret) {
+			snprintf(why, len, "cannot keep the file: %s", strerror(-ret));
+			return ret;
+		}
+		ret = ckpt_order_send(ws->ctl, &o, fd, ws->last.fd, np);
+		if (ret) {
+			chain_close(&ws->ordered);
 			snprintf(why, len, "cannot reach session %llu's worker: %s",
-				 (unsigned long long)id, strerror(errno));
+				 (unsigned long long)id, strerror(-ret));
 			return -EIO;
 		}
 		ws->admin_slot = slot;
 		ws->stop_after = flags & VGPU_CTL_F_STOP;
 		/* After the order is queued: the worker reads it once it sees this. */
 		__atomic_store_n(&sv.stats[i].order_pending, 1, __ATOMIC_RELEASE);
-		vlog_info("session %llu: checkpoint to %s ordered", (unsigned long long)id, path);
+		vlog_info("session %llu: checkpoint to %s ordered by uid %u",
+			  (unsigned long long)id, path, who->uid);
 		return 0;
 	}
 	snprintf(why, len, "no session %llu", (unsigned long long)id);
 	return -ENOENT;
 }
 
-static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
+static int order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gpu, char *why,
+			 size_t len)
 {
-	struct ckpt_order o = { .type = WORDER_MIGRATE };
-	const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	static struct ckpt_order o;
 	int ret = check_gpu(gpu, why, len);
 
 	if (ret)
@@ -991,8 +1342,10 @@ static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
 
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
+		int fd;
 
-		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved)
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved ||
+		    !ctl_may(who, ws->client_uid))
 			continue;
 		if (ws->closed || ws->ctl < 0 || ws->moved_from >= 0) {
 			snprintf(why, len, "session %llu is ending or moving", (unsigned long long)id);
@@ -1010,10 +1363,22 @@ static int order_migrate(int slot, uint64_t id, int gpu, char *why, size_t len)
 			snprintf(why, len, "no idle worker to move the session to");
 			return -EAGAIN;
 		}
-		snprintf(ws->migrate_path, sizeof(ws->migrate_path), "%s/vgpu-move-%d-%llu.vgc", dir,
-			 (int)getpid(), (unsigned long long)id);
-		snprintf(o.path, sizeof(o.path), "%s", ws->migrate_path);
-		if (send(ws->ctl, &o, sizeof(o), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(o)) {
+		memset(&o, 0, sizeof(o));
+		o.type = WORDER_MIGRATE;
+		snprintf(o.path, sizeof(o.path), "memfd:vgpu-move-%llu", (unsigned long long)id);
+		/* The daemon's own file, with no name anyone could open or guess:
+		 * it travels as a descriptor, to the old worker and the new. */
+		fd = memfd_create("vgpu-move", MFD_CLOEXEC);
+		if (fd < 0) {
+			snprintf(why, len, "memfd_create: %s", strerror(errno));
+			return -errno;
+		}
+		chain_close(&ws->move);
+		ret = chain_dup(&ws->move, &fd, 1, o.path);
+		if (!ret && (ret = ckpt_order_send(ws->ctl, &o, fd, NULL, 0)))
+			chain_close(&ws->move);
+		close(fd);
+		if (ret) {
 			snprintf(why, len, "cannot reach session %llu's worker", (unsigned long long)id);
 			return -EIO;
 		}
@@ -1047,14 +1412,12 @@ static void on_ctl_accept(int fd)
 {
 	int slot = admin_add(fd);
 	struct io_uring_sqe *sqe;
-	size_t len;
-	void *buf;
 
 	if (slot < 0)
 		return;
-	buf = admin_buffer(slot, &len);
 	sqe = io_uring_get_sqe(&sv.ring);
-	io_uring_prep_recv(sqe, fd, buf, len, 0);
+	/* With the descriptors the request brings, close-on-exec at once. */
+	io_uring_prep_recvmsg(sqe, fd, admin_msg(slot), MSG_CMSG_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, UD(EV_CTL_READ, slot));
 }
 
@@ -1114,6 +1477,10 @@ static void handle(struct io_uring_cqe *cqe)
 		break;
 	case EV_CTL_READ:
 		admin_done(idx, cqe->res);
+		break;
+	case EV_RESTORED:
+		restores_done();
+		arm_restored();
 		break;
 	case EV_HELLO:
 		on_hello((uint32_t)idx, cqe->res);
@@ -1210,7 +1577,10 @@ int supervisor_run(const struct supervisor_config *cfg)
 		vlog_warn("no shared statistics for workers: %s", strerror(errno));
 		sv.stats = NULL;
 	}
-	admin_init(&admin_ops);
+	admin_init(&admin_ops, cfg->admin_gid);
+	sv.restore_ev = eventfd(0, EFD_CLOEXEC);
+	if (sv.restore_ev < 0)
+		vlog_warn("no eventfd (%s): vgpuctl restore refused", strerror(errno));
 	admit_init(&cfg->limits);
 	raise_fd_limit();
 	ret = io_uring_queue_init(256, &sv.ring, 0);
@@ -1223,6 +1593,8 @@ int supervisor_run(const struct supervisor_config *cfg)
 		load_suspended(cfg->restore);
 	if (sv.ctl_fd >= 0)
 		arm_ctl_accept();
+	if (sv.restore_ev >= 0)
+		arm_restored();
 	arm_accept();
 	arm_signal();
 	arm_tick();

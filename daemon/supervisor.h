@@ -9,6 +9,8 @@
 #ifndef VGPU_SUPERVISOR_H
 #define VGPU_SUPERVISOR_H
 
+#include <sys/types.h>
+
 #include "admission.h"
 #include "worker.h"
 
@@ -19,7 +21,8 @@ struct supervisor_config {
 	unsigned int max_sessions;
 	unsigned int socket_mode;	/* permissions of the socket file */
 	const char *control_path;	/* vgpuctl's socket (include/vgpu/ctl.h) */
-	unsigned int control_mode;	/* its permissions: who may ask */
+	unsigned int control_mode;	/* its permissions: who may connect (0666) */
+	gid_t admin_gid;		/* --admin-group: acts on every session; -1: none */
 	const char *checkpoint_on_exit;	/* folder: suspend every session there on SIGTERM */
 	const char *restore;		/* folder: sessions suspended there come back */
 	unsigned int drain_timeout;	/* seconds a drain may take */

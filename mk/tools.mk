@@ -17,9 +17,12 @@ TOOLS_VERSION ?= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 TOOLS_CFLAGS ?= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I include -I common -O2 -g
 
 VGPUCTL := $(VGPU_BUILD)/bin/vgpuctl
-VGPUCTL_SRCS := tools/vgpuctl.c $(wildcard tools/vgpuctl_*.c) tools/nl.c
+# vgpuctl restore opens a checkpoint's chain itself, with its caller's rights.
+VGPUCTL_SRCS := tools/vgpuctl.c $(wildcard tools/vgpuctl_*.c) tools/nl.c \
+	common/ckpt_file.c common/ckpt_crc.c common/ckpt_zstd.c common/ckpt_read.c \
+	common/ckpt_chain.c
 VGPUCTL_DEPS := $(VGPUCTL_SRCS) tools/vgpuctl.h tools/nl.h include/uapi/vgpu.h \
-	include/vgpu/proto.h mk/tools.mk
+	include/vgpu/proto.h include/vgpu/ctl.h common/ckpt.h mk/tools.mk
 LIBNL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libnl-genl-3.0)
 LIBNL_LIBS = $(shell $(PKG_CONFIG) --libs libnl-genl-3.0)
 LIBNL_STATIC_LIBS = $(shell $(PKG_CONFIG) --static --libs libnl-genl-3.0)
@@ -36,7 +39,7 @@ vgpuctl-static: $(VGPUCTL).static
 $(VGPUCTL): $(VGPUCTL_DEPS)
 	$(NEED_LIBNL)
 	@mkdir -p $(@D)
-	$(VGPUCTL_CC) -o $@ $(VGPUCTL_SRCS) $(LIBNL_LIBS)
+	$(VGPUCTL_CC) -o $@ $(VGPUCTL_SRCS) $(LIBNL_LIBS) -ldl
 
 # Nothing but the kernel needed at run time: the guest has no libraries.
 $(VGPUCTL).static: $(VGPUCTL_DEPS)

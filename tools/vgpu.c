@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vgpu/proto.h"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -18,7 +20,7 @@ static void usage(FILE *f)
 "not rebuilt; static and shared CUDA runtimes, the driver API and CUDA\n"
 "libraries all go through it.\n"
 "\n"
-"  --socket PATH   the daemon's socket (default $VGPU_SOCKET or /run/vgpu/vgpud.sock)\n");
+"  --socket PATH   the daemon's socket (default $VGPU_SOCKET or " VGPU_DEFAULT_SOCKET ")\n");
 }
 
 /* The runtime lives beside us: <prefix>/bin/vgpu -> <prefix>/lib/vgpu. */

@@ -8,7 +8,9 @@
  *
  * The socket's directory is mounted, not the socket: vgpud unlinks and
  * binds its socket anew on every start, and a bind mount of the file would
- * keep pointing at the old one. Read-only still allows connect().
+ * keep pointing at the old one. Read-only still allows connect(). The
+ * control socket must not be in that folder (vgpud's default keeps it in
+ * a folder of its own: /run/vgpu/control): a warning says so when it is.
  *
  * This file alone includes vgpu/proto.h (the daemon's defaults): its limits
  * share names with uapi/vgpu.h's.
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vgpu/ctl.h"
 #include "vgpu/proto.h"
 
 #define CDI_VERSION	"0.6.0"
@@ -113,6 +116,20 @@ static void spec(const char *lib, const char *sock_dir, const char *sock_name)
 	printf("        ]\n      }\n    }\n  ]\n}\n");
 }
 
+/* The control socket of @sock_path in @dir, the folder a container gets. */
+static void warn_control(const char *sock_path, const char *dir)
+{
+	char ctl[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (vgpu_ctl_path_for(sock_path, ctl, sizeof(ctl)) && !strncmp(ctl, dir, n) &&
+	    ctl[n] == '/')
+		fprintf(stderr, "vgpuctl: warning: the control socket %s is in the folder the "
+			"spec mounts: a container could reach it; put the socket in a folder "
+			"named client (vgpud --socket DIR/client/NAME.sock, its control socket "
+			"then goes to DIR/control)\n", ctl);
+}
+
 int vgpuctl_cdi(int argc, char **argv)
 {
 	char dir[PATH_MAX], lib[PATH_MAX + 16], sock[PATH_MAX];
@@ -145,6 +162,7 @@ int vgpuctl_cdi(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	*slash = 0;
+	warn_control(sock_arg, sock);
 	spec(lib, sock, slash + 1);
 	return VGPUCTL_OK;
 }

@@ -7,17 +7,21 @@
 #include "vgpuctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "vgpu/ctl.h"
+#include "vgpu/proto.h"
 
-#define DEFAULT_SOCKET "/run/vgpu/vgpud.sock"
 #define VGPUCTL_REFUSED (-100000)	/* not an errno: the daemon said no */
 
 int vgpuctl_ctl_arg(int argc, char **argv, int *i, struct vgpuctl_ctl_args *a)
@@ -44,7 +48,7 @@ const char *vgpuctl_control_path(const char *control, const char *socket, char *
 	if (!socket)
 		socket = getenv("VGPU_SOCKET");
 	if (!socket || !*socket)
-		socket = DEFAULT_SOCKET;
+		socket = VGPU_DEFAULT_SOCKET;
 	return vgpu_ctl_path_for(socket, buf, len);
 }
 
@@ -76,8 +80,8 @@ void vgpuctl_control_error(const char *path, int err)
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "vgpuctl: vgpud is not running (no control socket at %s)\n", path);
 	else if (err == -EACCES || err == -EPERM)
-		fprintf(stderr, "vgpuctl: %s: permission denied (the control socket decides who "
-			"may ask: run as root, or start vgpud with --control-mode)\n", path);
+		fprintf(stderr, "vgpuctl: %s: permission denied (the control socket's mode or "
+			"folder leaves you out: vgpud --control-mode)\n", path);
 	else
 		fprintf(stderr, "vgpuctl: %s: %s\n", path, strerror(-err));
 }
@@ -207,9 +211,35 @@ static int gpu_arg(const char *s, struct vgpu_ctl_req *q)
  * note (VGPU_CTL_NOTE bytes, or NULL): what the daemon says of a success.
  */
 #define VGPU_CTL_NOTE sizeof(((struct vgpu_ctl_reply *)0)->message)
-static int ask_and_wait(const char *path, const void *msg, size_t len,
-			struct vgpu_ctl_checkpoint *res, const char *what, const char *subject,
-			bool progress, char *note)
+/* One message with @nfds descriptors (SCM_RIGHTS). */
+static bool send_with_fds(int sock, const void *msg, size_t len, const int *fds, unsigned nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * VGPU_CTL_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (nfds > VGPU_CTL_MAX_FDS)
+		return false;
+	if (nfds) {
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+static int ask_and_wait(const char *path, const void *msg, size_t len, const int *fds,
+			unsigned nfds, struct vgpu_ctl_checkpoint *res, const char *what,
+			const char *subject, bool progress, char *note)
 {
 	const struct vgpu_ctl_req *q = msg;
 	struct vgpuctl_progress *pr = NULL;
@@ -222,7 +252,7 @@ static int ask_and_wait(const char *path, const void *msg, size_t len,
 		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
-	ok = send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len;
+	ok = send_with_fds(fd, msg, len, fds, nfds);
 	if (ok && progress)
 		pr = vgpuctl_progress_start(path, q->session, what);
 	ok = ok && recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) && rep.magic == VGPU_CTL_MAGIC &&
@@ -279,7 +309,7 @@ int vgpuctl_migrate(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(subject, sizeof(subject), "session %s", id);
-	if (ask_and_wait(path, &q, sizeof(q), &res, "move", subject, !a.json, NULL))
+	if (ask_and_wait(path, &q, sizeof(q), NULL, 0, &res, "move", subject, !a.json, NULL))
 		return VGPUCTL_FAIL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The program waits from its pause (the daemon's clock is this host's)
@@ -299,6 +329,25 @@ int vgpuctl_migrate(int argc, char **argv)
 	return VGPUCTL_OK;
 }
 
+/* Whether @file is a regular file, looked at without blocking on a FIFO;
+ * says why not. */
+static bool regular(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	bool reg;
+
+	if (fd < 0) {
+		fprintf(stderr, "vgpuctl: restore of %s: %s\n", file, strerror(errno));
+		return false;
+	}
+	reg = !fstat(fd, &st) && S_ISREG(st.st_mode);
+	close(fd);
+	if (!reg)
+		fprintf(stderr, "vgpuctl: restore of %s: not a regular file\n", file);
+	return reg;
+}
+
 int vgpuctl_restore(int argc, char **argv)
 {
 	struct {
@@ -307,8 +356,11 @@ int vgpuctl_restore(int argc, char **argv)
 	} m = { .q = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
 		       .op = VGPU_CTL_RESTORE } };
 	struct vgpuctl_ctl_args a = { 0 };
+	struct vgpu_ckpt_reader *r, *p;
+	char buf[108], *file, err[VGPU_CKPT_MSG];
+	int fds[VGPU_CTL_MAX_FDS], ret;
+	unsigned nfds = 0;
 	const char *path;
-	char buf[108], *file;
 	size_t len;
 
 	for (int i = 1; i < argc; i++) {
@@ -335,8 +387,24 @@ int vgpuctl_restore(int argc, char **argv)
 		fprintf(stderr, "vgpuctl: socket path too long\n");
 		return VGPUCTL_USAGE;
 	}
-	/* The daemon checks the whole file first: no time limit. */
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, NULL, "restore", m.path, false, NULL))
+	/* The files opened here, as the caller: the daemon reads only what its
+	 * caller may. No checksum pass here; the daemon does it. */
+	if (!regular(m.path))
+		return VGPUCTL_FAIL;
+	ret = vgpu_ckpt_open_chain(&r, m.path, NULL, 0, err);
+	if (ret) {
+		/* Not the file's bytes: the message may end up in a log. */
+		fprintf(stderr, "vgpuctl: restore of %s: %s\n", m.path,
+			ret == -ENOEXEC ? "not a vgpu checkpoint" : err);
+		return VGPUCTL_FAIL;
+	}
+	for (p = r; p && nfds < VGPU_CTL_MAX_FDS; p = vgpu_ckpt_parent(p))
+		fds[nfds++] = vgpu_ckpt_reader_fd(p);
+	/* The daemon checks the whole chain first: no time limit. */
+	ret = ask_and_wait(path, &m, sizeof(m.q) + len, fds, nfds, NULL, "restore", m.path, false,
+			   NULL);
+	vgpu_ckpt_reader_close(r);
+	if (ret)
 		return VGPUCTL_FAIL;
 	if (m.q.flags & VGPU_CTL_F_GPU)
 		printf("%s: its session comes back on GPU %u when its program reconnects\n",
@@ -370,6 +438,87 @@ static char *absolute(const char *file)
 	return out;
 }
 
+/*
+ * The file a checkpoint goes into, opened with the caller's rights (the
+ * daemon writes only where the caller may): @file itself is refused when it
+ * exists and the caller cannot write it (it stays as it was); else a
+ * temporary file beside it, the caller's, 0600, which target_name() renames
+ * to @file once the daemon says it is complete. The descriptor, or -1.
+ */
+static int target_open(const char *file, char **tmp)
+{
+	int fd = open(file, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 && errno != ENOENT) {
+		fprintf(stderr, "vgpuctl: %s: %s\n", file, strerror(errno));
+		return -1;
+	}
+	if (fd >= 0) {
+		bool reg = !fstat(fd, &st) && S_ISREG(st.st_mode);
+
+		close(fd);
+		if (!reg) {
+			fprintf(stderr, "vgpuctl: %s: not a regular file\n", file);
+			return -1;
+		}
+	}
+	if (asprintf(tmp, "%s.tmp.%d", file, (int)getpid()) < 0) {
+		fprintf(stderr, "vgpuctl: out of memory\n");
+		return -1;
+	}
+	fd = open(*tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "vgpuctl: %s: cannot create %s: %s\n", file, *tmp, strerror(errno));
+		free(*tmp);
+		return -1;
+	}
+	return fd;
+}
+
+/* Interrupted while the daemon writes: the temporary file goes with us. */
+static const char *volatile tmp_file;
+
+static void drop_tmp(int sig)
+{
+	if (tmp_file)
+		unlink(tmp_file);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard_tmp(const char *tmp)
+{
+	tmp_file = tmp;
+	signal(SIGINT, tmp ? drop_tmp : SIG_DFL);
+	signal(SIGTERM, tmp ? drop_tmp : SIG_DFL);
+	signal(SIGHUP, tmp ? drop_tmp : SIG_DFL);
+}
+
+/* The complete file takes its name; its folder synced so that it lasts. */
+static int target_name(const char *tmp, const char *file)
+{
+	char *dir = strdup(file), *slash = dir ? strrchr(dir, '/') : NULL;
+	int fd;
+
+	if (rename(tmp, file) < 0) {
+		fprintf(stderr, "vgpuctl: %s: cannot rename %s to it: %s\n", file, tmp,
+			strerror(errno));
+		unlink(tmp);
+		free(dir);
+		return -1;
+	}
+	if (slash)
+		slash[slash == dir] = 0;
+	fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd < 0 || fsync(fd) < 0)
+		fprintf(stderr, "vgpuctl: warning: %s: its folder not synced\n", file);
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return 0;
+}
+
 int vgpuctl_checkpoint(int argc, char **argv)
 {
 	struct {
@@ -380,7 +529,8 @@ int vgpuctl_checkpoint(int argc, char **argv)
 	struct vgpuctl_ctl_args a = { 0 };
 	const char *out = NULL, *id, *path;
 	struct vgpu_ctl_checkpoint res;
-	char buf[108], subject[48], note[VGPU_CTL_NOTE], *file;
+	char buf[108], subject[48], note[VGPU_CTL_NOTE], *file, *tmp;
+	int fd, ret;
 	size_t len;
 
 	for (int i = 1; i < argc; i++) {
@@ -422,8 +572,22 @@ int vgpuctl_checkpoint(int argc, char **argv)
 		return VGPUCTL_USAGE;
 	}
 	snprintf(subject, sizeof(subject), "session %s", id);
-	if (ask_and_wait(path, &m, sizeof(m.q) + len, &res, "checkpoint", subject, !a.json,
-			 note)) {
+	fd = target_open(file, &tmp);
+	if (fd < 0) {
+		free(file);
+		return VGPUCTL_FAIL;
+	}
+	guard_tmp(tmp);
+	ret = ask_and_wait(path, &m, sizeof(m.q) + len, &fd, 1, &res, "checkpoint", subject,
+			   !a.json, note);
+	close(fd);
+	if (!ret)
+		ret = target_name(tmp, file);
+	else
+		unlink(tmp);
+	guard_tmp(NULL);
+	free(tmp);
+	if (ret) {
 		free(file);
 		return VGPUCTL_FAIL;
 	}

@@ -4,33 +4,56 @@
  * kernel module, which it asks over generic netlink).
  *
  * The socket is a SOCK_SEQPACKET Unix socket, by default
- * /run/vgpu/vgpud.ctl, mode 0600: its permissions decide who may ask. One
- * connection carries one request:
+ * /run/vgpu/control/vgpud.ctl, mode 0666, in a folder of its own so that a
+ * container, which gets the client socket's folder, does not reach it.
+ *
+ * Every local user may ask; each request is tied to its caller
+ * (SO_PEERCRED and SO_PEERGROUPS when the connection is accepted). A
+ * caller lists, checkpoints, moves, stops and restores only its own
+ * sessions: those whose client has the caller's uid. Root and members of
+ * the admin group (vgpud --admin-group NAME; by default vgpu-admin when it
+ * exists) act on every session. Another user's session is answered as one
+ * that does not exist: not listed, and "no session N" when named.
+ *
+ * The daemon never opens a file on a caller's behalf: vgpuctl opens the
+ * files with its caller's own rights and passes their descriptors
+ * (SCM_RIGHTS) with the request; the daemon works on those.
+ *
+ * One connection carries one request:
  *
  *   client -> daemon   struct vgpu_ctl_req followed by arg_len bytes of
- *                      argument, in one message
+ *                      argument, in one message, with the descriptors the
+ *                      operation takes
  *   daemon -> client   struct vgpu_ctl_reply, then reply.count records in
  *                      messages of at most VGPU_CTL_RECORDS_PER_MSG each
  *
  * The daemon checks the magic, the version, the operation, the flags the
- * operation allows, that every reserved byte is zero and that the message
- * is exactly the request plus its argument; a bad request gets a reply with
+ * operation allows, that every reserved byte is zero, that the message
+ * is exactly the request plus its argument and that it came with as many
+ * descriptors as the operation takes; a bad request gets a reply with
  * a negative errno in status and a message saying what was wrong, and no
- * records. Numbers are in host byte order (the socket is local).
+ * records; every descriptor received is closed. Messages never quote a
+ * file's content. Numbers are in host byte order (the socket is local).
  *
  *   SESSIONS    session 0 (all) or one; no argument; records: one
  *               struct vgpu_ctl_session each
- *   CHECKPOINT  session (required); argument: the file's absolute path,
- *               NUL-terminated; flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
- *               VGPU_CTL_F_STOP, VGPU_CTL_F_INCREMENTAL.
+ *   CHECKPOINT  session (required); one descriptor: the file to write, a
+ *               regular, empty file open O_RDWR (not O_APPEND), which the
+ *               caller created (vgpuctl: a temporary file beside the path,
+ *               renamed to it once the answer says the file is complete);
+ *               argument: the absolute path it will have, NUL-terminated
+ *               (the name a later incremental checkpoint records for its
+ *               parent); flags VGPU_CTL_F_COMPRESS, VGPU_CTL_F_DIRECT,
+ *               VGPU_CTL_F_STOP, VGPU_CTL_F_INCREMENTAL (the parent is the
+ *               session's last checkpoint, whose descriptors the daemon
+ *               kept; a path equal to the parent's gives a full one).
  *               The daemon drains the session's GPU work and copies its
  *               state into host memory prepared beforehand (the program
  *               waits only for that), writes the file afterwards, and
  *               answers once it is complete and synced: one struct
  *               vgpu_ctl_checkpoint record. Without the host memory to
  *               spare, or with DIRECT, the state goes straight to the file
- *               while the program waits. The daemon writes as itself: the
- *               control socket's mode decides who may ask.
+ *               while the program waits.
  *   MIGRATE     session (required); no argument; flag VGPU_CTL_F_GPU (to
  *               another GPU; refused when the machine has no such GPU or
  *               it is another model). The session moves to another worker, its state rebuilt there at the same
@@ -39,13 +62,18 @@
  *               struct vgpu_ctl_checkpoint record: stall_ns is the time the
  *               program waited. If the move fails, the session stays where
  *               it was and the error says why.
- *   RESTORE     argument: a checkpoint file's absolute path, NUL-terminated;
- *               session 0; flag VGPU_CTL_F_GPU. The file is checked whole (every
- *               checksum, this GPU and driver) and its session is then
+ *   RESTORE     descriptors: the checkpoint file, then (incremental) its
+ *               parent, that one's parent, ... (1 to VGPU_CTL_MAX_FDS), each
+ *               a regular file open for reading; argument: the checkpoint's
+ *               absolute path, NUL-terminated (for the record); session 0;
+ *               flag VGPU_CTL_F_GPU. The chain is checked whole (every
+ *               checksum, each parent the one its child names; not on the
+ *               daemon's event loop) and its session is then
  *               waiting to be taken up: when the program it names (pid and
  *               uid) reconnects as a suspended client, a fresh worker
  *               rebuilds the session from the file. Refused: a damaged or
- *               foreign file, a session already waiting, one still running.
+ *               foreign file, a session already waiting, one still running,
+ *               another user's session (the uid the file records).
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -55,10 +83,12 @@
 #include <string.h>
 
 #define VGPU_CTL_MAGIC		0x4c544356u	/* "VCTL" */
-#define VGPU_CTL_VERSION	3u
-#define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/vgpud.ctl"
+#define VGPU_CTL_VERSION	4u	/* 4: descriptors, not paths; per-caller */
+#define VGPU_CTL_DEFAULT_PATH	"/run/vgpu/control/vgpud.ctl"
 #define VGPU_CTL_RECORDS_PER_MSG 64u
 #define VGPU_CTL_MAX_ARG	4096u	/* a path, with its NUL */
+#define VGPU_CTL_CHECKPOINT_FDS	1u	/* CHECKPOINT: the file to write */
+#define VGPU_CTL_MAX_FDS	64u	/* RESTORE: a chain (VGPU_CKPT_MAX_CHAIN) */
 
 enum vgpu_ctl_op {
 	VGPU_CTL_SESSIONS = 1,	/* records: struct vgpu_ctl_session */
@@ -126,19 +156,34 @@ struct vgpu_ctl_session {
 };
 
 /*
- * The control socket beside a daemon socket: PATH.sock -> PATH.ctl, any
- * other name gets ".ctl" appended. NULL when it does not fit @len bytes.
+ * The control socket of a daemon socket. The client socket and the control
+ * socket live in folders of their own, so that a container gets the first
+ * and not the second: DIR/client/NAME.sock -> DIR/control/NAME.ctl (the
+ * default: /run/vgpu/client/vgpud.sock, /run/vgpu/control/vgpud.ctl). Any
+ * other socket has its control socket beside it: PATH.sock -> PATH.ctl,
+ * another name gets ".ctl" appended. NULL when it does not fit @len bytes.
  */
 static inline const char *vgpu_ctl_path_for(const char *sock, char *buf, size_t len)
 {
-	size_t n = strlen(sock);
+	const char *slash = strrchr(sock, '/'), *dir = NULL;
+	size_t n = strlen(sock), at;
 
 	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
 		n -= 5;
-	if (n + sizeof(".ctl") > len)
+	if (slash && slash - sock >= 7 && !strncmp(slash - 7, "/client", 7))
+		dir = slash - 6;	/* "client/NAME" -> "control/NAME" */
+	if (n + sizeof("/control") + sizeof(".ctl") > len)
 		return NULL;
-	memcpy(buf, sock, n);
-	memcpy(buf + n, ".ctl", sizeof(".ctl"));
+	if (!dir) {
+		memcpy(buf, sock, n);
+		memcpy(buf + n, ".ctl", sizeof(".ctl"));
+		return buf;
+	}
+	at = (size_t)(dir - sock);
+	memcpy(buf, sock, at);
+	memcpy(buf + at, "control", 7);
+	memcpy(buf + at + 7, slash, n - (size_t)(slash - sock));
+	memcpy(buf + at + 7 + n - (size_t)(slash - sock), ".ctl", sizeof(".ctl"));
 	return buf;
 }
 

@@ -133,7 +133,7 @@
 #define VGPU_FEAT_ALL		(VGPU_FEAT_STAGING | VGPU_FEAT_HOST_POOL | \
 				 VGPU_FEAT_HOST_CALLBACK | VGPU_FEAT_PINNED_COPY)
 
-#define VGPU_DEFAULT_SOCKET	"/run/vgpu/vgpud.sock"
+#define VGPU_DEFAULT_SOCKET	"/run/vgpu/client/vgpud.sock"
 
 /* Limits the daemon enforces on what a client may ask for. */
 #define VGPU_PROTO_MAX_SQ	4096u

@@ -57,7 +57,7 @@ has out "usage: vgpuctl sessions"
 # --- version --------------------------------------------------------------
 last="version"; run 0 version
 grep -qE '^vgpuctl: [0-9]+\.[0-9]+' "$tmp/out" || bad "version: no tool version in: $(cat "$tmp/out")"
-has out "/run/vgpu/vgpud.sock"
+has out "/run/vgpu/client/vgpud.sock"
 last="--version"; run 0 --version
 
 # --- without the module ---------------------------------------------------
@@ -119,6 +119,19 @@ EOF
 
 last="cdi"; run 0 cdi
 python3 -m json.tool "$tmp/out" >/dev/null || bad "cdi: not valid JSON"
+# Containers get the client socket's folder, never the control socket's
+# (nor /run/vgpu, which holds both).
+python3 - "$tmp/out" <<'EOF' || bad "cdi: the control socket reaches the container"
+import json, sys
+edits = json.load(open(sys.argv[1]))["devices"][0]["containerEdits"]
+hosts = [m["hostPath"] for m in edits["mounts"]]
+ok = "/run/vgpu/client" in hosts and not any(
+    h in ("/run/vgpu", "/run/vgpu/control") or h.startswith("/run/vgpu/control/") for h in hosts)
+if not ok:
+    print("cdi mounts: %s" % hosts)
+sys.exit(0 if ok else 1)
+EOF
+grep -q warning "$tmp/err" && bad "cdi with the default sockets warned: $(cat "$tmp/err")"
 has out "/dev/vgpu"
 has out "libvgpu.so"
 # The default runtime folder is <bin>/../lib/vgpu, resolved where it exists.
@@ -138,6 +151,8 @@ last="cdi --socket"; run 0 cdi --runtime-dir "$tmp/rt" --socket /srv/vgpu/ctl.so
 check_cdi "$(readlink -f "$tmp/rt/libvgpu.so")" /run/vgpu/ctl.sock
 grep -q '"hostPath": "/srv/vgpu", "containerPath": "/run/vgpu"' "$tmp/out" ||
 	bad "cdi --socket: /srv/vgpu not mounted at /run/vgpu"
+# That socket's control socket is beside it, so in the folder mounted.
+has err "warning: the control socket /srv/vgpu/ctl.ctl is in the folder"
 last="cdi --socket relative"; run 2 cdi --socket vgpud.sock
 last="cdi --runtime-dir"; run 2 cdi --runtime-dir
 

@@ -1,0 +1,1 @@
+FUZZ_SRCS_ctl := daemon/ctl_request.c
