@@ -605,6 +605,7 @@ static void take_order(struct worker *w, const char *stalled)
 		return;
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
 	if (order_valid(o, n) && stalled) {
+		ckpt_order_drop_fds(w->ctl);	/* every order brings its descriptors */
 		refuse_stalled(w, o, stalled);
 	} else if (order_valid(o, n) && o->type == WORDER_CHECKPOINT) {
 		worker_checkpoint_start(w, o);
