@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *log_ident = "vgpu";
@@ -51,4 +52,21 @@ void vgpu_log(enum vgpu_log_level level, const char *fmt, ...)
 	/* One write per line so lines from many processes never interleave. */
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
+}
+
+int vgpu_ratelimit(struct vgpu_ratelimit *rl, unsigned int *held)
+{
+	struct timespec ts;
+	long long now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	if (rl->last_ns && now - rl->last_ns < 1000000000ll) {
+		rl->held++;
+		return 0;
+	}
+	*held = rl->held;
+	rl->held = 0;
+	rl->last_ns = now;
+	return 1;
 }

@@ -20,6 +20,18 @@ int vgpu_log_enabled(enum vgpu_log_level level);
 void vgpu_log(enum vgpu_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * One line a second at most from one place: what a tenant can trigger at
+ * will (a refusal) must not flood the log. vgpu_ratelimit() says whether to
+ * log now and how many lines were held back since the last one.
+ */
+struct vgpu_ratelimit {
+	long long last_ns;
+	unsigned int held;
+};
+
+int vgpu_ratelimit(struct vgpu_ratelimit *rl, unsigned int *held);
+
 #define vlog_debug(...) \
 	do { if (vgpu_log_enabled(VGPU_LOG_DEBUG)) vgpu_log(VGPU_LOG_DEBUG, __VA_ARGS__); } while (0)
 #define vlog_info(...)  vgpu_log(VGPU_LOG_INFO, __VA_ARGS__)

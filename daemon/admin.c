@@ -22,7 +22,8 @@
 #include "fdv.h"
 #include "log.h"
 
-#define MAX_CONN 16
+#define MAX_CONN 64
+#define USER_CONN 4		/* requests open at once for one user (not admins) */
 #define MAX_GROUPS 1024		/* a caller's groups looked at for the admin group */
 
 static struct {
@@ -71,6 +72,18 @@ static int caller_of(int fd, struct ctl_caller *who)
 	return 0;
 }
 
+static void refuse(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Requests @uid has open now (read, or waiting for a worker's answer). */
+static int open_of(uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_CONN; i++)
+		n += ad.fd[i] >= 0 && ad.who[i].uid == uid;
+	return n;
+}
+
 int admin_add(int fd)
 {
 	struct ctl_caller who;
@@ -80,13 +93,18 @@ int admin_add(int fd)
 		close(fd);
 		return -1;
 	}
+	if (!who.admin && open_of(who.uid) >= USER_CONN) {
+		refuse(fd, EUSERS, "uid %u already has %d requests open", who.uid, USER_CONN);
+		close(fd);
+		return -1;
+	}
 	for (int i = 0; i < MAX_CONN; i++)
 		if (ad.fd[i] < 0) {
 			ad.fd[i] = fd;
 			ad.who[i] = who;
 			return i;
 		}
-	vlog_warn("control socket: more than %d requests at once; one refused", MAX_CONN);
+	refuse(fd, EAGAIN, "more than %d requests at once", MAX_CONN);
 	close(fd);
 	return -1;
 }
@@ -118,11 +136,19 @@ static void refuse(int fd, int err, const char *fmt, ...)
 				    .status = -err };
 	va_list ap;
 
+	static struct vgpu_ratelimit rl;
+	unsigned int held;
+
 	va_start(ap, fmt);
 	vsnprintf(r.message, sizeof(r.message), fmt, ap);
 	va_end(ap);
-	vlog_warn("control socket: %s", r.message);
 	send_all(fd, &r, sizeof(r));
+	if (!vgpu_ratelimit(&rl, &held))
+		return;
+	if (held)
+		vlog_warn("control socket: %s (and %u more refusals not logged)", r.message, held);
+	else
+		vlog_warn("control socket: %s", r.message);
 }
 
 static void answer_sessions(int fd, const struct ctl_caller *who, uint64_t session)
@@ -195,6 +221,8 @@ void admin_done(int slot, ssize_t res)
 	if (res >= 0)	/* every descriptor taken, so that each is closed below */
 		nfds = fdv_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
 	if (res < 0) {
+		if (res == -ECANCELED)	/* its time limit (supervisor.c) */
+			refuse(fd, ETIMEDOUT, "no request in time");
 		close(fd);
 		return;
 	}

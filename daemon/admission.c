@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fdv.h"
 #include "log.h"
 #include "worker.h"
 
@@ -13,8 +14,6 @@ static struct {
 	struct admission_limits lim;
 	struct admit_entry e[ADMIT_MAX];
 	uint64_t seq;
-	uint64_t logged_at;	/* the last refusal logged */
-	unsigned int unlogged;	/* refusals since */
 } ad;
 
 void admit_init(const struct admission_limits *lim)
@@ -34,39 +33,56 @@ static unsigned int waiting_of(uid_t uid)
 }
 
 /*
+ * What the client sent is read and dropped first (with the descriptors it
+ * brought): a socket closed with unread data resets its peer, and the
+ * client would lose the refusal with it.
+ */
+static void discard_input(int fd)
+{
+	union {
+		char buf[FDV_CMSG_SPACE];
+		struct cmsghdr align;
+	} c;
+	char scratch[512];
+	struct iovec iov = { scratch, sizeof(scratch) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[FDV_MAX], cut;
+
+	for (int i = 0; i < 4; i++) {	/* a hello is one message; a few at most */
+		m.msg_control = c.buf;
+		m.msg_controllen = sizeof(c.buf);
+		if (recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			return;
+		fdv_close(fds, fdv_take(&m, fds, FDV_MAX, &cut));
+	}
+}
+
+/*
  * The client reads a refusal as its welcome; one that does not read loses
  * it. A flood would flood the log too: one line a second at most, with the
  * number of refusals it stands for.
  */
 static void refuse(int fd, int err, const char *why)
 {
-	uint64_t now = vgpu_now_ns();
+	static struct vgpu_ratelimit rl;
+	unsigned int held;
 
+	discard_input(fd);
 	worker_send_refusal(fd, err, why);
 	close(fd);
-	ad.unlogged++;
-	if (now - ad.logged_at < 1000000000ull)
+	if (!vgpu_ratelimit(&rl, &held))
 		return;
-	if (ad.unlogged > 1)
-		vlog_warn("session refused: %s (and %u more refusals in the last second)", why,
-			  ad.unlogged - 1);
+	if (held)
+		vlog_warn("session refused: %s (and %u more not logged)", why, held);
 	else
 		vlog_warn("session refused: %s", why);
-	ad.logged_at = now;
-	ad.unlogged = 0;
 }
 
-int admit_add(int fd, const struct ucred *cr, unsigned int serving)
+int admit_add(int fd, const struct ucred *cr)
 {
 	char why[96];
 	int i;
 
-	if (serving >= ad.lim.user_sessions) {
-		snprintf(why, sizeof(why), "uid %d already has %u sessions (vgpud --user-sessions)",
-			 (int)cr->uid, serving);
-		refuse(fd, EUSERS, why);
-		return -1;
-	}
 	if (waiting_of(cr->uid) >= ad.lim.user_waiting) {
 		snprintf(why, sizeof(why), "uid %d already has %u connections waiting "
 			 "(vgpud --user-waiting)", (int)cr->uid, ad.lim.user_waiting);

@@ -4,8 +4,9 @@
  * waits here, holding no worker, until its hello arrives (within
  * hello_timeout seconds) and then until a worker is idle. One user (uid)
  * may have at most user_waiting connections here and user_sessions
- * sessions served at once: past that a connection is refused at accept,
- * so no user can take every worker or every waiting place from the others.
+ * sessions served at once: past the first a connection is refused at
+ * accept, past the second once its hello is there, so no user can take
+ * every worker or every waiting place from the others.
  * The supervisor arms the polls and the timer; this file keeps the table
  * and the policy.
  */
@@ -35,11 +36,12 @@ struct admit_entry {
 
 void admit_init(const struct admission_limits *lim);
 /*
- * Takes an accepted connection from @cr whose uid has @serving sessions:
- * its entry's index, or -1 when refused (the client is told why and the
- * connection closed).
+ * Takes an accepted connection from @cr: its entry's index, or -1 when
+ * refused (the client is told why and the connection closed). Whether its
+ * user may have another session is the supervisor's to say once the hello
+ * is there (admit_drop).
  */
-int admit_add(int fd, const struct ucred *cr, unsigned int serving);
+int admit_add(int fd, const struct ucred *cr);
 struct admit_entry *admit_at(int i);
 /* The oldest connection whose hello is there, or -1. */
 int admit_oldest_ready(void);

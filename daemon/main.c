@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
 #include "supervisor.h"
 #include "vgpu/ctl.h"
 
@@ -33,6 +34,9 @@ static void usage(FILE *f)
 "                                caller acts on its own sessions only)\n"
 "      --admin-group NAME        members list and act on every session, as root\n"
 "                                does (default vgpu-admin when it exists)\n"
+"      --worker-user NAME        the user a worker serving a root program becomes\n"
+"                                (default vgpu-worker, else nobody); other programs'\n"
+"                                workers become their own user\n"
 "      --checkpoint-on-exit DIR  on SIGTERM, suspend every session to DIR (their\n"
 "                                programs wait, VGPU_RESUME_TIMEOUT s at most)\n"
 "      --restore DIR             sessions suspended in DIR come back when their\n"
@@ -86,6 +90,23 @@ static int admin_group_of(const char *name, gid_t *gid)
 	return 0;
 }
 
+/*
+ * --worker-user NAME (a user that must exist), else vgpu-worker if it
+ * does, else nobody: what a worker serving a root program becomes.
+ */
+static int worker_user_of(const char *name, uid_t *uid, gid_t *gid)
+{
+	if (name) {
+		if (!privdrop_user(name, uid, gid))
+			return 0;
+		fprintf(stderr, "vgpud: --worker-user %s: no such user\n", name);
+		return -1;
+	}
+	if (privdrop_user("vgpu-worker", uid, gid) && privdrop_user("nobody", uid, gid))
+		*uid = *gid = 65534;	/* no user database: nobody's usual numbers */
+	return 0;
+}
+
 /* A whole number in 1..max for option @name, or a message and -1. */
 static int parse_count(const char *name, const char *arg, unsigned int max, unsigned int *out)
 {
@@ -109,6 +130,7 @@ int main(int argc, char **argv)
 		{ "control", required_argument, NULL, 'c' },
 		{ "control-mode", required_argument, NULL, 'M' },
 		{ "admin-group", required_argument, NULL, 'A' },
+		{ "worker-user", required_argument, NULL, 'u' },
 		{ "checkpoint-on-exit", required_argument, NULL, 'E' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "workers", required_argument, NULL, 'w' },
@@ -135,7 +157,7 @@ int main(int argc, char **argv)
 			.host_pool_size = 64ull << 30,
 		},
 	};
-	const char *admin_group = NULL;
+	const char *admin_group = NULL, *worker_user = NULL;
 	int c, foreground = 0;
 	char *end, control[108];
 
@@ -160,6 +182,9 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			admin_group = optarg;
+			break;
+		case 'u':
+			worker_user = optarg;
 			break;
 		case 'M':
 			cfg.control_mode = strtoul(optarg, &end, 8);
@@ -208,7 +233,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vgpud: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (admin_group_of(admin_group, &cfg.admin_gid))
+	if (admin_group_of(admin_group, &cfg.admin_gid) ||
+	    worker_user_of(worker_user, &cfg.worker_uid, &cfg.worker_gid))
 		return 2;
 	if (!cfg.control_path) {
 		cfg.control_path = vgpu_ctl_path_for(cfg.socket_path, control, sizeof(control));

@@ -52,6 +52,8 @@ struct worker_handoff {
 	uint32_t uid, pid;
 	uint32_t type;			/* HANDOFF_* */
 	int32_t gpu;			/* RESUME: onto this GPU; -1: GPU 0 */
+	uint32_t gid;			/* the client's (SO_PEERCRED): the worker's */
+	uint32_t pad;
 	struct migrate_state st;	/* RESUME */
 	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint's name (messages) */
 };

@@ -28,6 +28,7 @@
 #include "ckpt.h"
 #include "clock.h"
 #include "migrate.h"
+#include "privdrop.h"
 #include "fdpass.h"
 #include "fdv.h"
 #include "kmod.h"
@@ -57,6 +58,7 @@ struct wslot {
 	uint64_t session_id;
 	uint32_t client_pid;	/* SO_PEERCRED of its client */
 	uint32_t client_uid;
+	uint32_t client_gid;
 	uint64_t kmod_session;	/* attached /dev/vgpu session, 0 if none */
 	bool closed;		/* killed because its client closed the session */
 	bool stop_after;	/* end the session once its checkpoint is written */
@@ -130,6 +132,7 @@ static struct {
 	struct signalfd_siginfo si;
 	struct wslot w[MAX_WORKERS];
 	struct __kernel_timespec tick;	/* the waiting room's clock */
+	struct __kernel_timespec ctl_ts;	/* a control request's time to arrive */
 	uint64_t next_session;
 	unsigned int sessions;
 	bool stopping;
@@ -198,6 +201,20 @@ static int listen_on(const char *path, unsigned int mode)
 
 /* ---- workers ------------------------------------------------------------ */
 
+/* The worker becomes its client's user, or --worker-user for root's (privdrop.h). */
+static int become_client(const struct worker_handoff *h)
+{
+	uid_t uid = h->uid ? h->uid : sv.cfg->worker_uid;
+	gid_t gid = h->uid ? h->gid : sv.cfg->worker_gid;
+	int ret = privdrop(uid, gid);
+
+	if (ret)
+		vlog_err("session %llu: cannot become uid %u gid %u: %s",
+			 (unsigned long long)h->session_id, (unsigned)uid, (unsigned)gid,
+			 strerror(-ret));
+	return ret;
+}
+
 static void worker_child(int ctl, int slot)
 {
 	static struct worker_handoff h;
@@ -223,6 +240,11 @@ static void worker_child(int ctl, int slot)
 	w.stats = sv.stats ? &sv.stats[slot] : NULL;
 	if (w.stats)
 		w.stats->gpu = 0;
+	if (become_client(&h)) {
+		if (h.type == HANDOFF_CLIENT)
+			worker_refuse(fds[0], EPERM, "vgpud's worker could not give up root");
+		_exit(1);
+	}
 	w.client_pid = h.pid;
 	w.client_uid = h.uid;
 	if (h.type == HANDOFF_RESUME)
@@ -337,6 +359,7 @@ static bool give_to_idle(int fd, const struct ucred *cr)
 		memset(&h, 0, sizeof(h));
 		h.session_id = ++sv.next_session;
 		h.uid = cr->uid;
+		h.gid = cr->gid;
 		h.pid = cr->pid;
 		h.type = HANDOFF_CLIENT;
 		if (vgpu_send_fds(sv.w[i].ctl, &h, sizeof(h), &fd, 1) < 0)
@@ -345,6 +368,7 @@ static bool give_to_idle(int fd, const struct ucred *cr)
 		sv.w[i].session_id = h.session_id;
 		sv.w[i].client_pid = cr->pid;
 		sv.w[i].client_uid = cr->uid;
+		sv.w[i].client_gid = cr->gid;
 		sv.sessions++;
 		vlog_info("session %llu: pid %d uid %d -> worker %d",
 			  (unsigned long long)h.session_id, cr->pid, cr->uid, sv.w[i].pid);
@@ -404,7 +428,7 @@ static void on_client(int fd)
 		close(fd);
 		return;
 	}
-	i = admit_add(fd, &cr, serving(cr.uid));
+	i = admit_add(fd, &cr);
 	if (i < 0)
 		return;
 	sqe = get_sqe();
@@ -1021,6 +1045,7 @@ static void on_migrating(int i)
 	}
 	h.session_id = ws->session_id;
 	h.uid = ws->client_uid;
+	h.gid = ws->client_gid;
 	h.pid = ws->client_pid;
 	h.type = HANDOFF_RESUME;
 	/* Onto the GPU ordered, else the one the session is on. */
@@ -1035,6 +1060,7 @@ static void on_migrating(int i)
 	sv.w[j].session_id = ws->session_id;
 	sv.w[j].client_pid = ws->client_pid;
 	sv.w[j].client_uid = ws->client_uid;
+	sv.w[j].client_gid = ws->client_gid;
 	sv.w[j].admin_slot = slot;
 	sv.w[j].moved_from = i;
 	sv.w[j].paused_at = ws->ckpt.result.paused_at_ns;
@@ -1415,10 +1441,18 @@ static void on_ctl_accept(int fd)
 
 	if (slot < 0)
 		return;
+	if (io_uring_sq_space_left(&sv.ring) < 2)
+		io_uring_submit(&sv.ring);	/* the read and its time limit go together */
 	sqe = io_uring_get_sqe(&sv.ring);
 	/* With the descriptors the request brings, close-on-exec at once. */
 	io_uring_prep_recvmsg(sqe, fd, admin_msg(slot), MSG_CMSG_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, UD(EV_CTL_READ, slot));
+	/* A silent asker holds its place --hello-timeout seconds at most. */
+	sqe->flags |= IOSQE_IO_LINK;
+	sv.ctl_ts.tv_sec = sv.cfg->limits.hello_timeout;
+	sqe = io_uring_get_sqe(&sv.ring);
+	io_uring_prep_link_timeout(sqe, &sv.ctl_ts, 0);
+	io_uring_sqe_set_data64(sqe, 0);
 }
 
 static void arm_signal(void)

@@ -27,6 +27,8 @@ struct supervisor_config {
 	const char *restore;		/* folder: sessions suspended there come back */
 	unsigned int drain_timeout;	/* seconds a drain may take */
 	struct admission_limits limits;	/* per user: sessions, waiting, hello time */
+	uid_t worker_uid;		/* what workers serving root's programs become */
+	gid_t worker_gid;
 	struct worker_config worker;
 };
 

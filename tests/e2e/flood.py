@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 """A tenant that floods vgpud's client socket with silent connections.
 
-    flood.py SOCKET COUNT READY-FILE HOLD-SECONDS
+    flood.py SOCKET COUNT READY-FILE HOLD-SECONDS [MESSAGE-AT]
 
 Opens COUNT connections and says nothing on any of them; writes READY-FILE
 ("connected N") once all are open, so the runner can check that other users
 are still served meanwhile; then waits up to HOLD-SECONDS for the daemon to
 refuse or drop every one. A connection's end is read as the daemon's
-refusal (a welcome with a negative status and a message). Prints one line:
+refusal (a welcome with a negative status and a message; on the control
+socket, MESSAGE-AT 16, a control reply). Prints one line:
 
     flood: N connected, R refused at once (WHY), D dropped after S s (WHY), O still open
 
@@ -50,7 +51,10 @@ def closed(sockets, wait):
 
 
 def main():
+    global MESSAGE_AT
     path, count, ready, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+    if len(sys.argv) > 5:
+        MESSAGE_AT = int(sys.argv[5])  # 16: offsetof(struct vgpu_ctl_reply, message)
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     sockets = {}
