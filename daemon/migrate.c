@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "fdpass.h"
 #include "fdv.h"
+#include "host_image.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -537,6 +538,12 @@ static int modules(struct rebuild *b)
 
 		ret = read_all(b, vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_MODULE_IMAGE, m[i].image_id),
 			       &bytes, &len, 4ull << 30);
+		/* A checkpoint file is the tenant's: its images as untrusted as MODULE_LOAD's. */
+		if (!ret && vgpu_image_check(bytes, len, &(size_t){ 0 })) {
+			free(bytes);
+			ret = fail(b, -EBADMSG, "module %llu: its image reaches past its own bytes",
+				   (unsigned long long)m[i].handle);
+		}
 		if (!ret)
 			ret = use_ctx(b, ctx);
 		if (ret)
