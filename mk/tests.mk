@@ -64,7 +64,8 @@ GPU_OUT := $(B)/tests/gpu
 GPU_SINGLE := $(filter-out tmpl_% rdc_% sgemm,$(patsubst tests/gpu/%.cu,%,$(wildcard tests/gpu/*.cu)))
 GPU_BINS := $(addprefix $(GPU_OUT)/,$(GPU_SINGLE) tmpl rdc sgemm jit_ptx) \
 	$(addprefix $(GPU_OUT)/e2e/,$(E2E_PROGS) kernels_shared) \
-	$(patsubst tests/e2e/%.c,$(GPU_OUT)/e2e/%,$(E2E_DRIVER_SRCS))
+	$(patsubst tests/e2e/%.c,$(GPU_OUT)/e2e/%,$(E2E_DRIVER_SRCS)) \
+	$(patsubst tests/e2e/raw/%.c,$(GPU_OUT)/e2e/%,$(wildcard tests/e2e/raw/*.c))
 GPU_HDRS := $(E2E_HDRS) tests/gpu/tmpl.cuh
 
 gpu-bins: $(GPU_BINS) bench-bins
@@ -100,6 +101,10 @@ $(GPU_OUT)/e2e/kernels_shared: tests/e2e/kernels.cu $(E2E_HDRS)
 $(GPU_OUT)/e2e/%: tests/e2e/%.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -lpthread
+
+$(GPU_OUT)/e2e/%: tests/e2e/raw/%.c $(E2E_RAW_SRCS) include/vgpu/proto.h common/ring.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(E2E_RAW_SRCS) -lpthread
 
 # ---- benchmarks ---------------------------------------------------------
 BENCH_OUT := $(B)/bench
