@@ -71,23 +71,6 @@ static int sink_failed(struct ckpt_run *r, int ret)
 	return fail(r, ret, "%s", ckpt_sink_error(r->sink));
 }
 
-/*
- * With the cuda backend a host function runs on the driver's thread and
- * holds its stream until the program answers: a program that does not
- * would hold the drain below for ever. Those callbacks get order_wait_ms.
- */
-static bool callbacks_stuck(struct worker *w)
-{
-	uint64_t end = vgpu_now_ns() + (uint64_t)w->cfg.order_wait_ms * 1000000;
-
-	while (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
-		if (vgpu_now_ns() >= end || worker_client_gone(w))
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
-
 /* Every context's work done; a broken context stops the checkpoint. */
 static int drain(struct ckpt_run *r)
 {
@@ -105,7 +88,7 @@ static int drain(struct ckpt_run *r)
 	}
 	if (w->captures)
 		return fail(r, -EBUSY, "a stream capture is in progress");
-	if (callbacks_stuck(w))
+	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);
 	obj_for_each(&w->ctxs, i, e) {

@@ -594,6 +594,18 @@ static void refuse_stalled(struct worker *w, const struct ckpt_order *o, const c
  * session cannot pause now (it waits on its program, for the reason
  * given), so the order is answered with an error instead.
  */
+bool worker_callbacks_stuck(struct worker *w)
+{
+	uint64_t end = vgpu_now_ns() + (uint64_t)w->cfg.order_wait_ms * 1000000;
+
+	while (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
+		if (vgpu_now_ns() >= end || worker_client_gone(w))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 static void take_order(struct worker *w, const char *stalled)
 {
 	struct ckpt_order *o = malloc(sizeof(*o));
@@ -604,6 +616,8 @@ static void take_order(struct worker *w, const char *stalled)
 	if (!o)
 		return;
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
+	if (order_valid(o, n) && !stalled && worker_callbacks_stuck(w))
+		stalled = "in a host callback";
 	if (order_valid(o, n) && stalled) {
 		ckpt_order_drop_fds(w->ctl);	/* every order brings its descriptors */
 		refuse_stalled(w, o, stalled);

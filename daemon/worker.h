@@ -170,6 +170,13 @@ bool worker_client_gone(struct worker *w);
  * session is stalled on its program (@what); the session serves on.
  */
 void worker_order_stalled(struct worker *w, const char *what);
+/*
+ * With the cuda backend a host function runs on the driver's thread and
+ * holds its stream until the program answers it; a checkpoint or move
+ * waiting on that stream would wait for ever. True when host functions
+ * are still unanswered after cfg.order_wait_ms (or the client is gone).
+ */
+bool worker_callbacks_stuck(struct worker *w);
 
 /* dispatch.c */
 void dispatch_init(void);
