@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "fdv.h"
+#include "fdpass.h"
 #include "log.h"
 
 #define MAX_CONN 64
@@ -219,7 +219,7 @@ void admin_done(int slot, ssize_t res)
 
 	ad.fd[slot] = -1;
 	if (res >= 0)	/* every descriptor taken, so that each is closed below */
-		nfds = fdv_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
+		nfds = vgpu_fds_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
 	if (res < 0) {
 		if (res == -ECANCELED)	/* its time limit (supervisor.c) */
 			refuse(fd, ETIMEDOUT, "no request in time");
@@ -234,7 +234,7 @@ void admin_done(int slot, ssize_t res)
 		refuse(fd, cut ? EINVAL : err, "%s", why);
 	else
 		act(slot, fd, &p, fds);
-	fdv_close(fds, nfds);
+	vgpu_fds_close(fds, nfds);
 	if (why)
 		close(fd);
 }

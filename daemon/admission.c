@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "fdv.h"
+#include "fdpass.h"
 #include "log.h"
 #include "worker.h"
 
@@ -40,20 +40,20 @@ static unsigned int waiting_of(uid_t uid)
 static void discard_input(int fd)
 {
 	union {
-		char buf[FDV_CMSG_SPACE];
+		char buf[VGPU_FDS_CMSG_SPACE];
 		struct cmsghdr align;
 	} c;
 	char scratch[512];
 	struct iovec iov = { scratch, sizeof(scratch) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fds[FDV_MAX], cut;
+	int fds[VGPU_MAX_FDS], cut;
 
 	for (int i = 0; i < 4; i++) {	/* a hello is one message; a few at most */
 		m.msg_control = c.buf;
 		m.msg_controllen = sizeof(c.buf);
 		if (recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
 			return;
-		fdv_close(fds, fdv_take(&m, fds, FDV_MAX, &cut));
+		vgpu_fds_close(fds, vgpu_fds_take(&m, fds, VGPU_MAX_FDS, &cut));
 	}
 }
 

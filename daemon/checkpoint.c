@@ -33,8 +33,8 @@
 #include "ckpt_parent.h"
 #include "ckpt_sink.h"
 #include "clock.h"
-#include "fdv.h"
 #include "gpu_digest.h"
+#include "fdpass.h"
 #include "log.h"
 #include "migrate.h"
 #include "retained.h"
@@ -569,7 +569,7 @@ enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER };
 int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *parent,
 		    unsigned nparent)
 {
-	int fds[FDV_MAX];
+	int fds[VGPU_MAX_FDS];
 	struct ckpt_order_fds m = { .nfds = 1 + nparent };
 
 	if (fd < 0 || nparent > VGPU_CKPT_MAX_CHAIN)
@@ -582,12 +582,12 @@ int ckpt_order_send(int sock, const struct ckpt_order *o, int fd, const int *par
 	 * (order_pending); it then waits for this one a while. Should this
 	 * one not go, the order is out all the same: the worker's answer (an
 	 * error, once it gave up waiting) is what the asker gets. */
-	if (fdv_send(sock, &m, sizeof(m), fds, 1 + nparent) != sizeof(m))
+	if (vgpu_send_fds(sock, &m, sizeof(m), fds, 1 + nparent) != sizeof(m))
 		vlog_warn("an order's files could not follow it: %s", strerror(errno));
 	return 0;
 }
 
-/* The message after an order: its descriptors into fds (room FDV_MAX). */
+/* The message after an order: its descriptors into fds (room VGPU_MAX_FDS). */
 static int order_fds(int sock, int *fds, unsigned *n)
 {
 	struct ckpt_order_fds m;
@@ -597,10 +597,10 @@ static int order_fds(int sock, int *fds, unsigned *n)
 	*n = 0;
 	if (poll(&p, 1, 10000) != 1)
 		return -ETIMEDOUT;
-	*n = FDV_MAX;
-	ret = fdv_recv(sock, &m, sizeof(m), fds, n);
+	*n = VGPU_MAX_FDS;
+	ret = vgpu_recv_fds_exact(sock, &m, sizeof(m), fds, n);
 	if (ret != sizeof(m) || m.nfds != *n || !*n) {
-		fdv_close(fds, *n);
+		vgpu_fds_close(fds, *n);
 		*n = 0;
 		return ret < 0 ? ret : -EBADMSG;
 	}
@@ -609,7 +609,7 @@ static int order_fds(int sock, int *fds, unsigned *n)
 
 int ckpt_order_recv_fds(int sock, struct ckpt_order *o)
 {
-	int fds[FDV_MAX];
+	int fds[VGPU_MAX_FDS];
 	unsigned n;
 	int ret = order_fds(sock, fds, &n);
 
@@ -625,11 +625,11 @@ int ckpt_order_recv_fds(int sock, struct ckpt_order *o)
 
 void ckpt_order_drop_fds(int sock)
 {
-	int fds[FDV_MAX];
+	int fds[VGPU_MAX_FDS];
 	unsigned n;
 
 	if (!order_fds(sock, fds, &n))
-		fdv_close(fds, n);
+		vgpu_fds_close(fds, n);
 }
 
 void ckpt_order_close(struct ckpt_order *o)
@@ -637,7 +637,7 @@ void ckpt_order_close(struct ckpt_order *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;
-	fdv_close(o->parent_fds, o->nparent);
+	vgpu_fds_close(o->parent_fds, o->nparent);
 	o->nparent = 0;
 }
 

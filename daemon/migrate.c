@@ -21,7 +21,6 @@
 #include "ckpt_bulk.h"
 #include "clock.h"
 #include "fdpass.h"
-#include "fdv.h"
 #include "host_image.h"
 #include "log.h"
 #include "retained.h"
@@ -868,7 +867,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	struct vgpu_welcome wl = { 0 }, ok = { .magic = VGPU_PROTO_MAGIC,
 					       .version = VGPU_PROTO_VERSION,
 					       .carrier = VGPU_CARRIER_MEMFD };
-	int take[5], zero = 0, chain[FDV_MAX];
+	int take[5], zero = 0, chain[VGPU_MAX_FDS];
 	const char *why = NULL;
 	unsigned nchain = 0;
 	int ret = -EINVAL;
@@ -881,7 +880,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 		 wl.magic != VGPU_PROTO_MAGIC || wl.session_id != h->resume_session)
 		why = "a resume must bring the session's layout";
 	else if (write(w->ctl, &m, sizeof(m)) != sizeof(m) ||
-		 (nchain = FDV_MAX, fdv_recv(w->ctl, rep, sizeof(*rep), chain, &nchain)) !=
+		 (nchain = VGPU_MAX_FDS, vgpu_recv_fds_exact(w->ctl, rep, sizeof(*rep), chain, &nchain)) !=
 		 sizeof(*rep) || !memchr(rep->path, 0, sizeof(rep->path)))
 		why = "the daemon's supervisor did not answer";
 	else if ((ret = rep->status))
@@ -890,7 +889,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	else if (!nchain || nchain != rep->nfds)
 		why = "the daemon's supervisor sent no checkpoint";
 	if (why) {
-		fdv_close(chain, nchain);
+		vgpu_fds_close(chain, nchain);
 		worker_refuse(w->sock, ret ? -ret : EINVAL, why);
 		free(rep);
 		return ret ? ret : -EINVAL;
@@ -903,7 +902,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	take[3] = fds[2];
 	take[4] = nfds > 3 ? fds[3] : -1;
 	ret = worker_take_up(w, &wl, take, chain, nchain, rep->path, rep->gpu, &a);
-	fdv_close(chain, nchain);
+	vgpu_fds_close(chain, nchain);
 	if (ret) {
 		worker_refuse(w->sock, -ret, a.message);
 		free(rep);

@@ -30,7 +30,6 @@
 #include "migrate.h"
 #include "privdrop.h"
 #include "fdpass.h"
-#include "fdv.h"
 #include "kmod.h"
 #include "log.h"
 
@@ -592,7 +591,7 @@ static void on_attach_request(int i)
 
 static void chain_close(struct chain *c)
 {
-	fdv_close(c->fd, c->n);
+	vgpu_fds_close(c->fd, c->n);
 	c->n = 0;
 	free(c->path);
 	c->path = NULL;
@@ -974,7 +973,7 @@ static void on_resume_request(int i)
 		rep.gpu = s->gpu;
 		snprintf(rep.path, sizeof(rep.path), "%s", s->files.path);
 	}
-	if (fdv_send(ws->ctl, &rep, sizeof(rep), s ? s->files.fd : NULL, s ? s->files.n : 0) !=
+	if (vgpu_send_fds(ws->ctl, &rep, sizeof(rep), s ? s->files.fd : NULL, s ? s->files.n : 0) !=
 	    sizeof(rep))
 		vlog_warn("worker %d: cannot answer its resume request", ws->pid);
 	if (!s)
