@@ -35,6 +35,7 @@
 
 #define MAX_WORKERS 1024
 #define MAX_KMOD_SESSIONS 4096	/* /dev/vgpu sessions opened and not closed */
+#define MAX_SESSION_ID (1ull << 48)	/* session numbers stay below: they never wrap */
 
 
 enum wstate { W_STARTING, W_IDLE, W_BUSY };
@@ -787,6 +788,16 @@ static void check_chain(struct restore_job *j)
  * descriptors move to the suspended session. who: the caller of vgpuctl
  * restore, NULL for the daemon's own --restore DIR. 0, or -errno and why.
  */
+/* Suspended sessions of @uid waiting for their program. */
+static unsigned int waiting_of(uint32_t uid)
+{
+	unsigned int n = 0;
+
+	for (size_t k = 0; k < sv.nsusp; k++)
+		n += sv.susp[k].uid == uid;
+	return n;
+}
+
 static int register_suspended(const struct ctl_caller *who, struct restore_job *j, bool consume)
 {
 	struct suspended *n;
@@ -797,6 +808,18 @@ static int register_suspended(const struct ctl_caller *who, struct restore_job *
 		snprintf(j->why, sizeof(j->why), "session %llu is another user's (uid %u): not "
 			 "yours to restore", (unsigned long long)j->session, j->uid);
 		return -EPERM;
+	}
+	/* The file is its owner's to write: new sessions count on from its
+	 * number, which must leave them room (and 0 means "all"). */
+	if (!j->session || j->session >= MAX_SESSION_ID) {
+		snprintf(j->why, sizeof(j->why), "the file's session number %llu is out of range",
+			 (unsigned long long)j->session);
+		return -ERANGE;
+	}
+	if (who && !who->admin && waiting_of(j->uid) >= sv.cfg->limits.user_sessions) {
+		snprintf(j->why, sizeof(j->why), "uid %u already has %u sessions waiting to be "
+			 "taken up (vgpud --user-sessions)", j->uid, waiting_of(j->uid));
+		return -EUSERS;
 	}
 	for (size_t k = 0; k < sv.nsusp; k++)
 		if (sv.susp[k].session == j->session) {
