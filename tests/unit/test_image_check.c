@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "host_backend.h"
 #include "host_image.h"
 
@@ -27,15 +28,6 @@
 #define FATBIN_MAGIC	0xba55ed50u
 #define SEEDS		"tests/fuzz/corpus/image"
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                              \
-		}                                                                \
-	} while (0)
 
 /* Room for the largest seed, then a guard page. */
 #define ROOM	(256u << 10)
