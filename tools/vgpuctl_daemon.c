@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "fdpass.h"
 #include "vgpu/ctl.h"
 #include "vgpu/proto.h"
 
@@ -212,31 +213,6 @@ static int gpu_arg(const char *s, struct vgpu_ctl_req *q)
  */
 #define VGPU_CTL_NOTE sizeof(((struct vgpu_ctl_reply *)0)->message)
 /* One message with @nfds descriptors (SCM_RIGHTS). */
-static bool send_with_fds(int sock, const void *msg, size_t len, const int *fds, unsigned nfds)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * VGPU_CTL_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	if (nfds > VGPU_CTL_MAX_FDS)
-		return false;
-	if (nfds) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len;
-}
-
 static int ask_and_wait(const char *path, const void *msg, size_t len, const int *fds,
 			unsigned nfds, struct vgpu_ctl_checkpoint *res, const char *what,
 			const char *subject, bool progress, char *note)
@@ -252,7 +228,7 @@ static int ask_and_wait(const char *path, const void *msg, size_t len, const int
 		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
-	ok = send_with_fds(fd, msg, len, fds, nfds);
+	ok = vgpu_send_fds(fd, msg, len, fds, (int)nfds) == (int)len;
 	if (ok && progress)
 		pr = vgpuctl_progress_start(path, q->session, what);
 	ok = ok && recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) && rep.magic == VGPU_CTL_MAGIC &&
