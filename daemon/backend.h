@@ -87,7 +87,15 @@
 	X(cuFuncSetCacheConfig) \
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	X(cuOccupancyMaxActiveClusters)
+	X(cuOccupancyMaxActiveClusters) \
+	X(cuTensorMapEncodeTiled) \
+	X(cuTensorMapEncodeIm2col) \
+	X(cuTensorMapEncodeIm2colWide) \
+	X(cuTensorMapReplaceAddress) \
+	X(cuDeviceGetDevResource) \
+	X(cuCtxGetDevResource) \
+	X(cuDevSmResourceSplitByCount) \
+	X(cuDevResourceGenerateDesc)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -349,6 +349,20 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
 	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
+	/* libraries' helpers: tensor maps, device resources, JIT linking */
+	VGPU_OP_TENSOR_MAP_ENCODE = 0xF0,	/* P: struct vgpu_tensor_map_req;
+					 * R: slot holds the 128-byte CUtensorMap */
+	VGPU_OP_TENSOR_MAP_REPLACE,	/* arg0 new global address; P: the 128-byte map;
+					 * R: slot holds the new map */
+	VGPU_OP_DEV_RESOURCE,		/* arg0 device, arg1 CUdevResourceType, arg2 1: of
+					 * sqe.ctx instead; R: slot holds a CUdevResource */
+	VGPU_OP_SM_RESOURCE_SPLIT,	/* arg0 groups room (<= VGPU_MAX_SM_GROUPS), arg1
+					 * useFlags, arg2 minCount, arg3 1: fill groups (0:
+					 * count them only); P: the input CUdevResource;
+					 * R: val0 groups, slot holds what remains, then
+					 * the groups */
+	VGPU_OP_RESOURCE_DESC,		/* arg0 resources; P: CUdevResource[arg0] */
+
 	VGPU_OP_MAX
 };
 
@@ -409,6 +423,34 @@ struct vgpu_device_info {
 	uint32_t reserved;
 };
 
+/* TENSOR_MAP_ENCODE payload: the arguments of cuTensorMapEncodeTiled,
+ * ...Im2col or ...Im2colWide. Arrays hold rank entries (global_strides
+ * rank - 1; lower/upper rank - 2 for IM2COL, [0] alone for IM2COL_WIDE);
+ * the rest is zero. */
+#define VGPU_MAX_SM_GROUPS	256u	/* SM_RESOURCE_SPLIT: more than any GPU has SMs */
+#define VGPU_MAX_RESOURCES	256u	/* RESOURCE_DESC */
+
+#define VGPU_TMAP_TILED		0u
+#define VGPU_TMAP_IM2COL	1u
+#define VGPU_TMAP_IM2COL_WIDE	2u
+#define VGPU_TMAP_MAX_RANK	5u
+#define VGPU_TMAP_BYTES		128u
+struct vgpu_tensor_map_req {
+	uint32_t kind;			/* VGPU_TMAP_* */
+	uint32_t data_type;		/* CUtensorMapDataType */
+	uint32_t rank;
+	uint32_t interleave, swizzle, l2_promotion, oob_fill;
+	uint32_t wide_mode;		/* CUtensorMapIm2ColWideMode */
+	uint64_t global_address;
+	uint64_t global_dim[VGPU_TMAP_MAX_RANK];
+	uint64_t global_strides[VGPU_TMAP_MAX_RANK - 1];
+	uint32_t box_dim[VGPU_TMAP_MAX_RANK];
+	uint32_t element_strides[VGPU_TMAP_MAX_RANK];
+	int32_t lower[3], upper[3];	/* pixel box corners */
+	uint32_t channels_per_pixel, pixels_per_column;
+	uint32_t reserved[2];		/* must be 0 */
+};
+
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
@@ -425,5 +467,6 @@ _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
 _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
 _Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
+_Static_assert(sizeof(struct vgpu_tensor_map_req) == 192, "tensor map request layout");
 
 #endif
