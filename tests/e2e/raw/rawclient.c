@@ -391,10 +391,74 @@ static __attribute__((noreturn)) void chatter(void)
 		pause();
 }
 
+/* ---- libcalls: tensor maps and device resources, bad entries ---------- */
+
+static int libcalls(void)
+{
+	const uint64_t buf = setup(1u << 20);
+	struct vgpu_tensor_map_req q = {
+		.kind = VGPU_TMAP_TILED, .data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32, .rank = 2,
+		.global_address = buf, .global_dim = { 64, 32 }, .global_strides = { 256 },
+		.box_dim = { 16, 8 }, .element_strides = { 1, 1 },
+	};
+	CUdevResource res[2];
+	CUtensorMap map;
+	struct vgpu_cqe c;
+
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_SUCCESS, c, "tensor map: a good request encodes");
+	memcpy(&map, vgpu_reply_slot(&R, 1), sizeof(map));
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q) - 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: a short request");
+	q.rank = 6;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: rank 6 (arrays hold 5)");
+	q.rank = 0xffffffffu;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: rank 2^32 - 1");
+	q.rank = 2;
+	q.kind = 3;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: an unknown encoder");
+	q.kind = VGPU_TMAP_TILED;
+	q.reserved[1] = 1;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: a reserved field set");
+	c = call(VGPU_OP_TENSOR_MAP_REPLACE, buf + 256, 0, 0, 0, 0, &map, sizeof(map) - 1);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: replacing in 127 bytes");
+	c = call(VGPU_OP_TENSOR_MAP_REPLACE, buf + 256, 0, 0, 0, 0, &map, sizeof(map));
+	expect(CUDA_SUCCESS, c, "tensor map: replacing the address of a good map");
+
+	c = call(VGPU_OP_DEV_RESOURCE, 99, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "resources: device 99");
+	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "resources: device 0");
+	memcpy(&res[0], vgpu_reply_slot(&R, 1), sizeof(res[0]));
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, VGPU_MAX_SM_GROUPS + 1, 0, 8, 1, 0, &res[0],
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: room for 257 groups");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 1ull << 32, 1, 0, &res[0], sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a minimum of 2^32 SMs");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 8, 2, 0, &res[0], sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: an unknown split mode");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 8, 1, 0, &res[0], sizeof(res[0]) - 4);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a short input resource");
+	c = call(VGPU_OP_RESOURCE_DESC, 0, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a descriptor of none");
+	c = call(VGPU_OP_RESOURCE_DESC, 2, 0, 0, 0, 0, res, sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: 2 resources in the bytes of 1");
+	c = call(VGPU_OP_RESOURCE_DESC, VGPU_MAX_RESOURCES + 1, 0, 0, 0, 0, res, sizeof(res));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: 257 resources");
+	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "resources: the worker serves on");
+	printf("libcalls: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter|callback");
+		die("usage: rawclient stuck|stall|bad|chatter|callback|libcalls");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -406,5 +470,7 @@ int main(int argc, char **argv)
 		chatter();
 	if (!strcmp(argv[1], "callback"))
 		callback();
-	die("usage: rawclient stuck|stall|bad|chatter|callback");
+	if (!strcmp(argv[1], "libcalls"))
+		return libcalls();
+	die("usage: rawclient stuck|stall|bad|chatter|callback|libcalls");
 }
