@@ -95,7 +95,11 @@
 	X(cuDeviceGetDevResource) \
 	X(cuCtxGetDevResource) \
 	X(cuDevSmResourceSplitByCount) \
-	X(cuDevResourceGenerateDesc)
+	X(cuDevResourceGenerateDesc) \
+	X(cuLinkCreate_v2) \
+	X(cuLinkAddData_v2) \
+	X(cuLinkComplete) \
+	X(cuLinkDestroy)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

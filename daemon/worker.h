@@ -128,10 +128,13 @@ extern const struct op_desc exec_bulk_ops[];
 extern const struct op_desc exec_graph_ops[];
 extern const struct op_desc exec_tensor_map_ops[];
 extern const struct op_desc exec_green_ops[];
+extern const struct op_desc exec_link_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */
 int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
+/* The other way: @total bytes from @src to the client, which drains them. */
+int bulk_send_buffer(struct worker *w, const void *src, uint64_t total);
 
 /* worker.c */
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);

@@ -362,6 +362,12 @@ enum vgpu_op {
 					 * R: val0 groups, slot holds what remains, then
 					 * the groups */
 	VGPU_OP_RESOURCE_DESC,		/* arg0 resources; P: CUdevResource[arg0] */
+	VGPU_OP_LINK,			/* arg0 bytes: the link request (struct
+					 * vgpu_link_head ...) follows in staging chunks;
+					 * R: slot holds struct vgpu_link_reply and the
+					 * logs, also on failure */
+	VGPU_OP_LINK_RESULT,		/* arg0 cubin bytes of the last LINK: they come
+					 * back in staging chunks, and are forgotten */
 
 	VGPU_OP_MAX
 };
@@ -451,6 +457,40 @@ struct vgpu_tensor_map_req {
 	uint32_t reserved[2];		/* must be 0 */
 };
 
+/*
+ * LINK request: a head, its options, then each input: struct
+ * vgpu_link_input, its options, its name (name_len bytes, NUL last) and its
+ * data (bytes), each piece padded to 8 bytes. Options are the scalar ones
+ * of common/jit_options.h only. The reply's logs follow it: info_len bytes
+ * of the info log, then error_len of the error log (no NULs).
+ */
+#define VGPU_LINK_MAX_INPUTS	256u
+#define VGPU_LINK_MAX_OPTIONS	64u	/* per list */
+#define VGPU_LINK_MAX_BYTES	(1ull << 30)
+#define VGPU_LINK_LOG		(16u << 10)	/* each log, its NUL included */
+struct vgpu_link_head {
+	uint32_t inputs, options;
+	uint64_t reserved;		/* must be 0 */
+};
+struct vgpu_jit_option {
+	uint32_t option;		/* CUjit_option */
+	uint32_t reserved;		/* must be 0 */
+	uint64_t value;
+};
+struct vgpu_link_input {
+	uint32_t type;			/* CUjitInputType: CUBIN, PTX, FATBINARY */
+	uint32_t name_len;		/* 1..VGPU_MAX_NAME */
+	uint32_t options;
+	uint32_t reserved;		/* must be 0 */
+	uint64_t bytes;
+};
+struct vgpu_link_reply {
+	uint64_t cubin_bytes;		/* fetched with LINK_RESULT */
+	uint32_t info_len, error_len;
+	uint32_t threads_per_block;	/* CU_JIT_THREADS_PER_BLOCK as the linker left it */
+	float wall_ms;			/* CU_JIT_WALL_TIME */
+};
+
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
@@ -468,5 +508,9 @@ _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
 _Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
 _Static_assert(sizeof(struct vgpu_tensor_map_req) == 192, "tensor map request layout");
+_Static_assert(sizeof(struct vgpu_link_head) == 16, "link head layout");
+_Static_assert(sizeof(struct vgpu_jit_option) == 16, "jit option layout");
+_Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
+_Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
 
 #endif
