@@ -391,6 +391,46 @@ static __attribute__((noreturn)) void chatter(void)
 		pause();
 }
 
+/* A LINK request of @len bytes (one staging chunk): its answer. */
+static struct vgpu_cqe link_call(const void *req, uint32_t len)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_LINK, .tag = 1, .ctx = CTX, .arg = { len } };
+
+	if (len > R.staging_chunk)
+		die("link request larger than a chunk");
+	reset_chunks();
+	if (!submit(&s, NULL, 0, WAIT_S * 1000))
+		die("the SQ stays full");
+	wait_seq(0, 0);
+	memcpy(vgpu_staging_chunk(&R, 0), req, len);
+	write_once(&R.sh->chunk[0].len, len);
+	publish(0, 1);
+	return reap();
+}
+
+/* A request of one PTX input with options @o (n of them) at the link level. */
+static uint32_t link_req(uint8_t *buf, const struct vgpu_jit_option *o, uint32_t n,
+			 uint32_t type, const char *name, uint32_t name_len)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry vgpu_spin(.param .u64 p)\n{\n\tret;\n}\n";
+	struct vgpu_link_head h = { .inputs = 1, .options = n };
+	struct vgpu_link_input in = { .type = type, .name_len = name_len, .bytes = sizeof(ptx) };
+	uint32_t off = 0;
+
+	memcpy(buf + off, &h, sizeof(h));
+	off += sizeof(h);
+	memcpy(buf + off, o, n * sizeof(*o));
+	off += n * sizeof(*o);
+	memcpy(buf + off, &in, sizeof(in));
+	off += sizeof(in);
+	memcpy(buf + off, name, name_len);
+	off += (name_len + 7) & ~7u;
+	memcpy(buf + off, ptx, sizeof(ptx));
+	off += (sizeof(ptx) + 7) & ~7u;
+	return off;
+}
+
 /* ---- libcalls: tensor maps and device resources, bad entries ---------- */
 
 static int libcalls(void)
@@ -451,6 +491,59 @@ static int libcalls(void)
 	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: 257 resources");
 	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
 	expect(CUDA_SUCCESS, c, "resources: the worker serves on");
+
+	{
+		const struct vgpu_jit_option level = { .option = CU_JIT_OPTIMIZATION_LEVEL,
+						       .value = 3 };
+		const struct vgpu_jit_option logbuf = { .option = CU_JIT_INFO_LOG_BUFFER,
+							.value = 0x1000 };
+		static uint8_t lreq[4096];
+		uint32_t len;
+
+		c = call(VGPU_OP_LINK, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: an empty request");
+		c = call(VGPU_OP_LINK, VGPU_LINK_MAX_BYTES + 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a request over the limit");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_SUCCESS, c, "link: one PTX input links");
+		c = call(VGPU_OP_LINK_RESULT, 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: fetching a result of the wrong size");
+		len = link_req(lreq, &logbuf, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a log-buffer option (a pointer) sent");
+		c = call(VGPU_OP_LINK_RESULT, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: no result to fetch after a failure");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_OBJECT, "a.o", 4);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_NOT_SUPPORTED, c, "link: an object input");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx!!!", 8);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a name without its NUL");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len - 8);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: input data past the request");
+		c = link_call(lreq, len + 8);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: bytes after the last input");
+		static struct vgpu_jit_option many[VGPU_LINK_MAX_OPTIONS + 1];
+
+		for (uint32_t i = 0; i <= VGPU_LINK_MAX_OPTIONS; i++)
+			many[i] = level;
+		len = link_req(lreq, many, VGPU_LINK_MAX_OPTIONS + 1, CU_JIT_INPUT_PTX, "a", 2);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: 65 options");
+		{
+			struct vgpu_link_head h = { .inputs = VGPU_LINK_MAX_INPUTS + 1 };
+
+			len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+			memcpy(lreq, &h, sizeof(h));
+			c = link_call(lreq, len);
+			expect(CUDA_ERROR_INVALID_VALUE, c, "link: 257 inputs announced");
+		}
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_SUCCESS, c, "link: the worker serves on");
+	}
 	printf("libcalls: %d failures\n", failures);
 	return failures ? 1 : 0;
 }
