@@ -99,7 +99,12 @@
 	X(cuLinkCreate_v2) \
 	X(cuLinkAddData_v2) \
 	X(cuLinkComplete) \
-	X(cuLinkDestroy)
+	X(cuLinkDestroy) \
+	X(cuGraphGetRootNodes) \
+	X(cuGraphNodeGetType) \
+	X(cuGraphKernelNodeGetParams_v2) \
+	X(cuGraphKernelNodeSetParams_v2) \
+	X(cuGraphExecKernelNodeSetParams_v2)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

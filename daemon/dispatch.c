@@ -30,6 +30,7 @@ void dispatch_init(void)
 	add(exec_tensor_map_ops);
 	add(exec_green_ops);
 	add(exec_link_ops);
+	add(exec_graph_node_ops);
 }
 
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id)

@@ -129,6 +129,9 @@ extern const struct op_desc exec_graph_ops[];
 extern const struct op_desc exec_tensor_map_ops[];
 extern const struct op_desc exec_green_ops[];
 extern const struct op_desc exec_link_ops[];
+extern const struct op_desc exec_graph_node_ops[];
+/* exec_graph_node.c: the node ids of a graph being destroyed are dropped. */
+void graph_nodes_forget(uint32_t graph);
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */

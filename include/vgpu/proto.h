@@ -368,6 +368,15 @@ enum vgpu_op {
 					 * logs, also on failure */
 	VGPU_OP_LINK_RESULT,		/* arg0 cubin bytes of the last LINK: they come
 					 * back in staging chunks, and are forgotten */
+	VGPU_OP_GRAPH_NODES,		/* arg0 graph id, arg1 1: root nodes only; R: val0
+					 * nodes, slot holds struct vgpu_graph_node[val0]
+					 * (ids the worker issues, stable per node) */
+	VGPU_OP_KERNEL_NODE_GET,	/* arg0 node id; R: slot holds struct
+					 * vgpu_kernel_node and its parameter block */
+	VGPU_OP_KERNEL_NODE_SET,	/* arg0 node id, arg1 graph exec id (0: the node
+					 * in its graph); P: struct vgpu_kernel_node and
+					 * the parameter block, packed at the function's
+					 * parameter offsets */
 
 	VGPU_OP_MAX
 };
@@ -491,6 +500,22 @@ struct vgpu_link_reply {
 	float wall_ms;			/* CU_JIT_WALL_TIME */
 };
 
+/* GRAPH_NODES: one node of a graph. */
+#define VGPU_MAX_GRAPH_NODES	8192u	/* what one reply slot holds */
+struct vgpu_graph_node {
+	uint32_t id;
+	uint32_t type;			/* CUgraphNodeType */
+};
+
+/* KERNEL_NODE_GET / _SET: a kernel node's parameters. */
+struct vgpu_kernel_node {
+	uint32_t func;			/* client function id */
+	uint32_t param_bytes;		/* the block that follows */
+	uint32_t grid[3], block[3];
+	uint32_t shared_bytes;
+	uint32_t reserved;		/* must be 0 */
+};
+
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
@@ -512,5 +537,7 @@ _Static_assert(sizeof(struct vgpu_link_head) == 16, "link head layout");
 _Static_assert(sizeof(struct vgpu_jit_option) == 16, "jit option layout");
 _Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
 _Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
+_Static_assert(sizeof(struct vgpu_graph_node) == 8, "graph node layout");
+_Static_assert(sizeof(struct vgpu_kernel_node) == 40, "kernel node layout");
 
 #endif

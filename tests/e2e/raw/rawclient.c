@@ -544,6 +544,20 @@ static int libcalls(void)
 		c = link_call(lreq, len);
 		expect(CUDA_SUCCESS, c, "link: the worker serves on");
 	}
+	{
+		struct vgpu_kernel_node k = { .func = 1 };
+
+		c = call(VGPU_OP_GRAPH_NODES, 77, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: of a graph never made");
+		c = call(VGPU_OP_GRAPH_NODES, 1ull << 40, 1, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: roots of graph 2^40");
+		c = call(VGPU_OP_KERNEL_NODE_GET, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: node 0");
+		c = call(VGPU_OP_KERNEL_NODE_GET, (1ull << 32) + 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: node 2^32 + 1");
+		c = call(VGPU_OP_KERNEL_NODE_SET, 5, 0, 0, 0, 0, &k, sizeof(k) - 4);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: setting a node never issued");
+	}
 	printf("libcalls: %d failures\n", failures);
 	return failures ? 1 : 0;
 }
