@@ -104,7 +104,10 @@
 	X(cuGraphNodeGetType) \
 	X(cuGraphKernelNodeGetParams_v2) \
 	X(cuGraphKernelNodeSetParams_v2) \
-	X(cuGraphExecKernelNodeSetParams_v2)
+	X(cuGraphExecKernelNodeSetParams_v2) \
+	X(cuGraphCreate) \
+	X(cuGraphAddKernelNode_v2) \
+	X(cuGraphAddDependencies_v2)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -191,32 +191,29 @@ static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
-static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
+/*
+ * A struct vgpu_kernel_node and its parameter block at the head of the
+ * payload, made into the driver's parameters (pointing into the payload
+ * copy and @ptrs); *used says how many payload bytes that took.
+ */
+static CUresult kernel_params(struct worker *w, const struct op_call *call, void **ptrs,
+			      CUDA_KERNEL_NODE_PARAMS *p, uint32_t *used)
 {
 	static struct vgpu_param_info info[VGPU_MAX_KERNEL_PARAMS];
-	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
-	const struct vgpu_sqe *s = call->sqe;
+	uint8_t *params = (uint8_t *)call->payload + sizeof(struct vgpu_kernel_node);
 	struct vgpu_kernel_node k;
-	struct obj_entry *f, *exec = NULL;
-	CUDA_KERNEL_NODE_PARAMS p = { 0 };
-	uint8_t *params = (uint8_t *)call->payload + sizeof(k);
-	CUgraphNode node;
+	struct obj_entry *f;
 	uint32_t n = 0;
-	CUresult rc = kernel_node(w, s->arg[0], &node);
+	CUresult rc;
 
-	if (rc)
-		goto out;
-	rc = CUDA_ERROR_INVALID_VALUE;
 	if (call->len < sizeof(k))
-		goto out;
+		return CUDA_ERROR_INVALID_VALUE;
 	memcpy(&k, call->payload, sizeof(k));
 	if (k.reserved || k.param_bytes > VGPU_MAX_PARAM_BYTES ||
-	    call->len != sizeof(k) + k.param_bytes)
-		goto out;
-	rc = CUDA_ERROR_INVALID_HANDLE;
-	if (!(f = obj_get(&w->funcs, k.func)) ||
-	    (s->arg[1] && !(exec = obj_get(&w->graph_execs, (uint32_t)s->arg[1]))))
-		goto out;
+	    call->len - sizeof(k) < k.param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(f = obj_get(&w->funcs, k.func)))
+		return CUDA_ERROR_INVALID_HANDLE;
 	rc = layout(w, f->obj, info, &n);
 	for (uint32_t i = 0; !rc && i < n; i++) {
 		/* Every parameter lies inside the block received. */
@@ -225,15 +222,123 @@ static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
 		ptrs[i] = params + info[i].offset;
 	}
 	if (rc)
-		goto out;
-	p.func = f->obj;
-	p.gridDimX = k.grid[0], p.gridDimY = k.grid[1], p.gridDimZ = k.grid[2];
-	p.blockDimX = k.block[0], p.blockDimY = k.block[1], p.blockDimZ = k.block[2];
-	p.sharedMemBytes = k.shared_bytes;
-	p.kernelParams = n ? ptrs : NULL;
-	rc = exec ? w->B.cuGraphExecKernelNodeSetParams_v2(exec->obj, node, &p)
-		  : w->B.cuGraphKernelNodeSetParams_v2(node, &p);
-out:
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->func = f->obj;
+	p->gridDimX = k.grid[0], p->gridDimY = k.grid[1], p->gridDimZ = k.grid[2];
+	p->blockDimX = k.block[0], p->blockDimY = k.block[1], p->blockDimZ = k.block[2];
+	p->sharedMemBytes = k.shared_bytes;
+	p->kernelParams = n ? ptrs : NULL;
+	*used = sizeof(k) + k.param_bytes;
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
+{
+	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *exec = NULL;
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNode node;
+	uint32_t used = 0;
+	CUresult rc = kernel_node(w, s->arg[0], &node);
+
+	if (!rc && s->arg[1] && !(exec = obj_get(&w->graph_execs, (uint32_t)s->arg[1])))
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc)
+		rc = kernel_params(w, call, ptrs, &p, &used);
+	if (!rc && used != call->len)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = exec ? w->B.cuGraphExecKernelNodeSetParams_v2(exec->obj, node, &p)
+			  : w->B.cuGraphKernelNodeSetParams_v2(node, &p);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_graph_create(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUgraph g = NULL;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!s->arg[0] || s->arg[0] >= OBJ_MAX_ID || obj_get(&w->graphs, (uint32_t)s->arg[0]) ||
+	    s->arg[1])
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = w->B.cuGraphCreate(&g, 0);
+	if (!rc && obj_insert(&w->graphs, (uint32_t)s->arg[0], g, s->ctx, NULL)) {
+		w->B.cuGraphDestroy(g);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* n node ids of graph @graph, as the driver's nodes. */
+static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t id;
+		struct obj_entry *e;
+
+		memcpy(&id, &ids[i], sizeof(id));
+		e = nodes.kind ? obj_get(&nodes, id) : NULL;
+		if (!e || e->aux != graph)
+			return CUDA_ERROR_INVALID_VALUE;
+		out[i] = e->obj;
+	}
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
+{
+	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNode node = NULL;
+	uint32_t used = 0, id = 0;
+	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc && s->arg[1] > VGPU_MAX_GRAPH_NODES)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = kernel_params(w, call, ptrs, &p, &used);
+	used = (used + 3) & ~3u;
+	if (!rc && call->len != used + s->arg[1] * sizeof(uint32_t))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
+			       (uint32_t)s->arg[0], deps);
+	if (!rc)
+		rc = w->B.cuGraphAddKernelNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
+						  s->arg[1], &p);
+	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
+	call->cqe->result = rc;
+	call->cqe->val[0] = id;
+	return OP_DONE;
+}
+
+static enum op_status op_add_deps(struct worker *w, struct op_call *call)
+{
+	static CUgraphNode from[VGPU_MAX_GRAPH_NODES], to[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	const uint32_t *ids = call->payload;
+	uint64_t n = s->arg[1];
+	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || call->len != 2 * n * sizeof(uint32_t)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list(ids, n, (uint32_t)s->arg[0], from);
+	if (!rc)
+		rc = node_list(ids + n, n, (uint32_t)s->arg[0], to);
+	if (!rc)
+		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, NULL, n);
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -242,5 +347,8 @@ const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_NODES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_nodes),
 	OP(KERNEL_NODE_GET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_get),
 	OP(KERNEL_NODE_SET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_set),
+	OP(GRAPH_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_graph_create),
+	OP(GRAPH_ADD_KERNEL_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_kernel),
+	OP(GRAPH_ADD_DEPENDENCIES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_deps),
 	{ 0 },
 };

@@ -128,3 +128,32 @@ CUresult host_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode no
 	(void)p;
 	return no_graphs("cuGraphExecKernelNodeSetParams");
 }
+
+CUresult host_cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+	(void)g;
+	(void)flags;
+	return no_graphs("cuGraphCreate");
+}
+
+CUresult host_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+				      size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)node;
+	(void)g;
+	(void)deps;
+	(void)ndeps;
+	(void)p;
+	return no_graphs("cuGraphAddKernelNode");
+}
+
+CUresult host_cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+					const CUgraphEdgeData *edges, size_t n)
+{
+	(void)g;
+	(void)from;
+	(void)to;
+	(void)edges;
+	(void)n;
+	return no_graphs("cuGraphAddDependencies");
+}

@@ -257,6 +257,32 @@ VGPU_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode
 
 /* ---- graphs ------------------------------------------------------------- */
 
+/* An empty graph, in the worker, in the current context. */
+VGPU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct vgpu_ctx *ctx;
+	struct vgpu_cqe cqe;
+	struct graph *g;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_ctx_current(&ctx);
+	if (rc)
+		return rc;
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = vgpu_call5(VGPU_OP_GRAPH_CREATE, ctx->id, 0, g->id, flags, 0, 0, 0, &cqe);
+	if (rc) {
+		graph_free(g, VGPU_K_GRAPH);
+		return rc;
+	}
+	*phGraph = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
 CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id)
 {
 	struct graph *g;

@@ -15,6 +15,10 @@
  * The worker names a node's function by the client's id: launches (through
  * which captured nodes get their function) and the Set calls record which
  * handle has which id (vgpu_func_remember).
+ *
+ * Graphs built by hand (cuGraphCreate in graph.c, cuGraphAddKernelNode,
+ * cuGraphAddDependencies) take kernel nodes and edges; other node kinds
+ * are not provided.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 #include "client.h"
 #include "graph.h"
 #include "init.h"
+#include "unsupported.h"
 
 #define NODE_MAGIC 0x76676e64u	/* "vgnd" */
 
@@ -439,4 +444,148 @@ VGPU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, C
 	if (!hGraphExec)
 		return CUDA_ERROR_INVALID_VALUE;
 	return set_params(hGraphExec, hNode, nodeParams, true);
+}
+
+/* ---- building graphs ----------------------------------------------------- */
+
+/* Node handles of graph @g as the worker's ids, into @ids. */
+static CUresult node_ids(CUgraph g, const CUgraphNode *h, size_t n, uint32_t *ids)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct node *x = (struct node *)h[i];
+
+		if (!x || x->magic != NODE_MAGIC || x->graph != g)
+			return CUDA_ERROR_INVALID_VALUE;
+		ids[i] = x->id;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			   const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_KERNEL_NODE } };
+	struct vgpu_kernel_node k = { 0 };
+	struct vgpu_ctx *ctx;
+	struct vgpu_func *f;
+	struct node *n;
+	uint32_t gid, off;
+	uint8_t *buf;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_graph_lookup(g, &ctx, &gid);
+	if (rc)
+		return rc;
+	if (!out || !p || (ndeps && !deps) || ndeps > VGPU_MAX_GRAPH_NODES)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_func_resolve(p->func ? p->func : (v2 ? (CUfunction)p->kern : NULL), &f);
+	if (rc)
+		return rc;
+	buf = malloc(sizeof(k) + VGPU_MAX_PARAM_BYTES + 4 + ndeps * sizeof(uint32_t));
+	if (!buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = pack(f, p, buf + sizeof(k), &k.param_bytes);
+	off = (sizeof(k) + k.param_bytes + 3) & ~3u;
+	if (!rc)
+		rc = node_ids(g, deps, ndeps, (uint32_t *)(buf + off));
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	vgpu_func_remember(f);
+	k.func = f->id;
+	k.grid[0] = p->gridDimX, k.grid[1] = p->gridDimY, k.grid[2] = p->gridDimZ;
+	k.block[0] = p->blockDimX, k.block[1] = p->blockDimY, k.block[2] = p->blockDimZ;
+	k.shared_bytes = p->sharedMemBytes;
+	memcpy(buf, &k, sizeof(k));
+	memset(buf + sizeof(k) + k.param_bytes, 0, off - sizeof(k) - k.param_bytes);
+	r.sqe.ctx = ctx->id;
+	r.sqe.arg[0] = gid;
+	r.sqe.arg[1] = ndeps;
+	r.payload = buf;
+	r.payload_len = off + ndeps * sizeof(uint32_t);
+	rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+	free(buf);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&lock);
+	n = r.cqe.val[0] ? node_for(g, (uint32_t)r.cqe.val[0], CU_GRAPH_NODE_TYPE_KERNEL) : NULL;
+	pthread_mutex_unlock(&lock);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = (CUgraphNode)n;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					  const CUgraphNode *dependencies, size_t numDependencies,
+					  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS p = { 0 };
+
+	if (nodeParams)
+		memcpy(&p, nodeParams, sizeof(*nodeParams));
+	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies,
+			  nodeParams ? &p : NULL, false);
+}
+
+VGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies,
+					     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, nodeParams, true);
+}
+
+static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+			 const CUgraphEdgeData *edges, size_t n)
+{
+	static const CUgraphEdgeData plain;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_DEPENDENCIES } };
+	struct vgpu_ctx *ctx;
+	uint32_t gid, *ids;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_graph_lookup(g, &ctx, &gid);
+	if (rc)
+		return rc;
+	if (!n)
+		return CUDA_SUCCESS;
+	if (!from || !to || n > VGPU_MAX_GRAPH_NODES)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; edges && i < n; i++)	/* only the default edge kind */
+		if (memcmp(&edges[i], &plain, sizeof(plain)))
+			return vgpu_unsupported("cuGraphAddDependencies with edge data");
+	ids = malloc(2 * n * sizeof(*ids));
+	if (!ids)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = node_ids(g, from, n, ids);
+	if (!rc)
+		rc = node_ids(g, to, n, ids + n);
+	if (!rc) {
+		r.sqe.ctx = ctx->id;
+		r.sqe.arg[0] = gid;
+		r.sqe.arg[1] = n;
+		r.payload = ids;
+		r.payload_len = 2 * n * sizeof(*ids);
+		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+	}
+	free(ids);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+					    const CUgraphNode *to, size_t numDependencies)
+{
+	return add_deps(hGraph, from, to, NULL, numDependencies);
+}
+
+VGPU_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+					       const CUgraphNode *to,
+					       const CUgraphEdgeData *edgeData,
+					       size_t numDependencies)
+{
+	return add_deps(hGraph, from, to, edgeData, numDependencies);
 }

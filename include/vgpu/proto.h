@@ -377,6 +377,13 @@ enum vgpu_op {
 					 * in its graph); P: struct vgpu_kernel_node and
 					 * the parameter block, packed at the function's
 					 * parameter offsets */
+	VGPU_OP_GRAPH_CREATE,		/* arg0 new graph id, arg1 flags */
+	VGPU_OP_GRAPH_ADD_KERNEL_NODE,	/* arg0 graph id, arg1 dependencies; P: struct
+					 * vgpu_kernel_node, the parameter block, padded
+					 * to 4 bytes, then u32 node ids[arg1];
+					 * R: val0 the new node's id */
+	VGPU_OP_GRAPH_ADD_DEPENDENCIES,	/* arg0 graph id, arg1 edges; P: u32 from[arg1],
+					 * then u32 to[arg1] (node ids) */
 
 	VGPU_OP_MAX
 };

@@ -62,6 +62,60 @@ static uint32_t replay(CUgraphExec ge, CUstream s, CUdeviceptr d, CUresult *rc)
 	return got;
 }
 
+/* A graph built by hand: two kernel nodes and an edge between them. */
+static void built(CUfunction f, CUstream s, CUdeviceptr d)
+{
+	CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+				       .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1 };
+	CUgraphNode a = NULL, b = NULL, roots[2] = { NULL, NULL };
+	CUdeviceptr d2 = d, e = 0;
+	uint32_t va = 0x44, vb = 0x55, got[2] = { 0, 0 };
+	CUgraphExec ge = NULL;
+	CUgraph g = NULL;
+	size_t n = 2;
+	CUresult rc;
+
+	rc = cuGraphCreate(&g, 0);
+	expect(!rc && g, "an empty graph is created", rc);
+	rc = cuMemAlloc(&e, 4);
+	{
+		void *args[] = { &d2, &va };
+
+		kp.kernelParams = args;
+		if (!rc)
+			rc = cuGraphAddKernelNode(&a, g, NULL, 0, &kp);
+	}
+	{
+		void *args[] = { &e, &vb };
+
+		kp.kernelParams = args;
+		if (!rc)
+			rc = cuGraphAddKernelNode(&b, g, NULL, 0, &kp);
+	}
+	expect(!rc && a && b && a != b, "two kernel nodes are added", rc);
+	rc = cuGraphAddDependencies(g, &a, &b, NULL, 1);
+	expect(!rc, "an edge is added between them", rc);
+	rc = cuGraphGetRootNodes(g, roots, &n);
+	expect(!rc && n == 1 && roots[0] == a, "the first is the only root", rc);
+	rc = cuGraphAddKernelNode(&b, g, &a, 1, NULL);
+	expect(rc == CUDA_ERROR_INVALID_VALUE, "a node without parameters is refused", rc);
+	rc = cuGraphInstantiateWithFlags(&ge, g, 0);
+	if (!rc)
+		rc = cuGraphLaunch(ge, s);
+	if (!rc)
+		rc = cuStreamSynchronize(s);
+	if (!rc)
+		rc = cuMemcpyDtoH(&got[0], d, 4);
+	if (!rc)
+		rc = cuMemcpyDtoH(&got[1], e, 4);
+	expect(!rc && got[0] == va && got[1] == vb, "its launch runs both kernels", rc);
+	if (ge)
+		cuGraphExecDestroy(ge);
+	if (e)
+		cuMemFree(e);
+	cuGraphDestroy(g);
+}
+
 int main(void)
 {
 	CUgraphNode nodes[3] = { NULL, NULL, NULL }, again = NULL, root = NULL;
@@ -94,6 +148,8 @@ int main(void)
 	rc = cuGraphGetNodes(NULL, nodes, &n);
 	expect(rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_INVALID_HANDLE,
 	       "the nodes of a NULL graph are refused", rc);
+	rc = cuGraphCreate(&g, 1);
+	expect(rc == CUDA_ERROR_INVALID_VALUE, "a graph with flags is refused", rc);
 	rc = cuGraphNodeGetType((CUgraphNode)junk, &type);
 	expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "the type of a bogus node is refused", rc);
 
@@ -169,6 +225,7 @@ int main(void)
 
 	cuGraphExecDestroy(ge);
 	cuGraphDestroy(g);
+	built(f, s, d);
 	cuMemFree(d);
 	printf("graph_node_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
 	return failures ? 1 : 0;

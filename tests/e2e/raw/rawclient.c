@@ -557,6 +557,16 @@ static int libcalls(void)
 		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: node 2^32 + 1");
 		c = call(VGPU_OP_KERNEL_NODE_SET, 5, 0, 0, 0, 0, &k, sizeof(k) - 4);
 		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: setting a node never issued");
+		c = call(VGPU_OP_GRAPH_CREATE, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating graph id 0");
+		c = call(VGPU_OP_GRAPH_CREATE, 9, 1, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating with flags");
+		c = call(VGPU_OP_GRAPH_CREATE, 1ull << 40, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating graph id 2^40");
+		c = call(VGPU_OP_GRAPH_ADD_KERNEL_NODE, 9, 0, 0, 0, 0, &k, sizeof(k));
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graphs: a node added to no graph");
+		c = call(VGPU_OP_GRAPH_ADD_DEPENDENCIES, 9, 1, 0, 0, 0, &k, 8);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graphs: an edge added to no graph");
 	}
 	printf("libcalls: %d failures\n", failures);
 	return failures ? 1 : 0;
