@@ -93,8 +93,8 @@ static CUresult add_input(struct worker *w, CUlinkState st, struct link_req *r)
 }
 
 /* Runs the link; fills the reply's counts and the logs. */
-static CUresult link(struct worker *w, struct link_req *r, struct vgpu_link_reply *rep,
-		     char *info, char *err)
+static CUresult link_inputs(struct worker *w, struct link_req *r, struct vgpu_link_reply *rep,
+			    char *info, char *err)
 {
 	CUjit_option opt[VGPU_LINK_MAX_OPTIONS + 5];
 	void *val[VGPU_LINK_MAX_OPTIONS + 5];
@@ -177,7 +177,7 @@ static enum op_status op_link(struct worker *w, struct op_call *call)
 	}
 	r.p = buf;
 	info[0] = err[0] = 0;
-	rc = link(w, &r, &rep, info, err);
+	rc = link_inputs(w, &r, &rep, info, err);
 	free(buf);
 	memcpy(call->reply, &rep, sizeof(rep));
 	memcpy(call->reply + sizeof(rep), info, rep.info_len);
