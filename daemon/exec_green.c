@@ -47,6 +47,7 @@ static enum op_status op_split(struct worker *w, struct op_call *call)
 	if (call->len == sizeof(in) && s->arg[0] <= VGPU_MAX_SM_GROUPS && s->arg[1] <= UINT32_MAX &&
 	    s->arg[2] <= UINT32_MAX && s->arg[3] <= 1) {
 		memcpy(&in, call->payload, sizeof(in));
+		memset(&out[0], 0, sizeof(out[0]));	/* a count may leave it unwritten */
 		rc = w->B.cuDevSmResourceSplitByCount(s->arg[3] ? out + 1 : NULL, &n, &in, out,
 						      (unsigned int)s->arg[1],
 						      (unsigned int)s->arg[2]);
