@@ -73,6 +73,9 @@ void vgpu_func_remember(struct vgpu_func *f)
 		__atomic_store_n(&c[id % REG_CHUNK], f, __ATOMIC_RELEASE);
 }
 
+/* The handle last seen with @id. A function whose module is unloaded keeps
+ * its entry until its id is used again; a node still naming it is as
+ * unusable here as in the driver. */
 static struct vgpu_func *func_by_id(uint32_t id)
 {
 	struct vgpu_func **c;
