@@ -22,8 +22,12 @@ def model():
     ).to(dev)
 
 
+# A task a small CNN learns in a few dozen steps: the class is the
+# brightest of ten fixed stripes of the image.
 x = torch.randn(256, 3, 32, 32, device=dev)
-y = (x.mean(dim=(1, 2, 3)) * 1000).long().remainder(10)
+y = torch.arange(256, device=dev) % 10
+for i in range(10):
+    x[y == i, :, :, i * 3:i * 3 + 3] += 2.0
 
 for dt, scaled in ((torch.bfloat16, False), (torch.float16, True)):
     name = str(dt).split(".")[1]
