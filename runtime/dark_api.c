@@ -381,6 +381,9 @@ VGPU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *
 		vlog_info("dark API: export table %s not served (cudart does without it)", text);
 	else if (!memcmp(pExportTableId->bytes, "\x69\xa2\x8e\x9f", 4))
 		vlog_info("dark API: export table %s not served (NVML does without it)", text);
+	else if (!memcmp(pExportTableId->bytes, "\x19\x5b\xcb\xf4", 4))
+		vlog_info("dark API: export table %s (HEAP_ACCESS) not served, as by the driver",
+			  text);
 	else
 		vlog_warn("dark API: unknown export table %s (raw bytes); returning CUDA_ERROR_INVALID_VALUE",
 			  text);

@@ -11,6 +11,7 @@
  * pass, 1 fail. What only vgpu promises goes to stderr.
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +165,29 @@ static void cluster_prototype(CUdevice dev, CUmodule mod)
 	}
 }
 
+/* vgpu's own export (include/vgpu/export_tables.h): the driver behind the daemon. */
+static void driver_table_info(void)
+{
+	CUresult (*info)(const CUuuid *, uint64_t *) =
+		(CUresult (*)(const CUuuid *, uint64_t *))dlsym(RTLD_DEFAULT,
+								 "vgpuDriverExportTableInfo");
+	CUuuid zero = { { 0 } };
+	uint64_t size = 1;
+	CUresult rc;
+
+	expect_vgpu(info != NULL, "vgpuDriverExportTableInfo is exported", 0);
+	if (!info)
+		return;
+	rc = info(NULL, &size);
+	expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "no id -> INVALID_VALUE", rc);
+	rc = info(&cluster_id, &size);
+	expect_vgpu((rc == CUDA_SUCCESS && size == 0x88) || (rc == CUDA_ERROR_NOT_FOUND && !size),
+		    "ClusterPrototype: 0x88 bytes (cuda) or no real driver (host)", rc);
+	rc = info(&zero, &size);
+	expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_NOT_FOUND,
+		    "an id no driver serves -> INVALID_VALUE (cuda) or NOT_FOUND (host)", rc);
+}
+
 int main(void)
 {
 	CUfunction fs[NFUNCS + 1] = { 0 };
@@ -220,6 +244,8 @@ int main(void)
 
 	tools_module(mod);
 	cluster_prototype(dev, mod);
+	if (getenv("VGPU_SOCKET"))
+		driver_table_info();
 
 	rc = cuModuleUnload(mod);
 	expect(rc == CUDA_SUCCESS, "unload", rc);

@@ -14,7 +14,6 @@
  * what changed. Without a real driver behind the daemon (host backend) that
  * comparison is skipped and said so on stderr.
  */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdint.h>
