@@ -11,13 +11,15 @@
  *        with the current context, a one-function module, a callback in
  *        libcufft and a pointer to a stack slot; the driver returned 1 and
  *        the callback had stored the function handle through the user
- *        pointer. So callback(user, function, ...) runs once per function.
- *        Its third argument is not known (another project passes a word of
- *        the driver's function object, probably its module): the module
- *        here. The return value is read as the count (1 seen, 1 function).
- *        Handles are the ones cuModuleGetFunction gives for the same names.
+ *        pointer. tests/e2e/tables_driver on the same driver: a module of
+ *        three kernels, the driver calls callback(user, function, ...) once
+ *        for each, with the handles cuModuleGetFunction gives, and returns 3.
+ *        The callback's third argument is not known (another project passes
+ *        a word of the driver's function object, probably its module): the
+ *        module here.
  *   [33] parameter count (function, size_t *count), from the public
- *        cuFuncGetParamInfo (TensorRT-Preempt / XSched name it).
+ *        cuFuncGetParamInfo (TensorRT-Preempt / XSched name it; the 580
+ *        driver answers 3 for a kernel of 3, tests/e2e/tables_driver).
  *   [34] parameter info (function, index, info *): the info layout is not
  *        known; a stub.
  *   [20], [21], [22] debugger parameters of a function: stubs.

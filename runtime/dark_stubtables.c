@@ -15,7 +15,9 @@
  *
  * Traced on the 580 driver under CuPy (tools/dark-trace): NVRTC calls JIT
  * [1](&object, 2, blob, 0x5c4, ...) returning 0 and an object, then [3],
- * [2] and [4] on that object; what they compute is not known.
+ * [2] and [4] on that object; what they compute is not known. With [1]
+ * failing (this table), CuPy's NVRTC kernels and cuFFT ran through vgpu
+ * with the native results, as they did with no table at all.
  */
 #include "dark_api.h"
 
