@@ -5,8 +5,8 @@
  * Every table is an array of pointer-sized slots. Most begin with their own
  * size in bytes (slot 0); CONTEXT_LOCAL_STORAGE does not. Slots whose
  * meaning is known are emulated here or in dark_cls.c / dark_integrity.c;
- * every other slot points at a stub that logs "table[slot]" and returns
- * CUDA_ERROR_NOT_SUPPORTED. An unknown table id is logged and answered with
+ * every other slot points at a stub that logs "table[slot]" (once) and
+ * returns CUDA_ERROR_NOT_SUPPORTED. An unknown table id is logged and answered with
  * CUDA_ERROR_INVALID_VALUE and a NULL table, as the real driver does.
  *
  * Slot meanings come from the ZLUDA project's reverse engineering and were
@@ -119,7 +119,6 @@ static CUresult cudart_load_compilers(void)
 	return CUDA_SUCCESS;
 }
 
-
 VGPU_DARK_DEFINE_STUBS(CUDART_INTERFACE)
 
 const void *vgpu_dark_table_CUDART_INTERFACE[CUDART_SLOTS] = {
@@ -194,7 +193,6 @@ static void hooks_get_buffer6(void **ptr, size_t *size)
 		*size = 14;
 }
 
-
 VGPU_DARK_DEFINE_STUBS(TOOLS_RUNTIME_CALLBACK_HOOKS)
 
 const void *vgpu_dark_table_TOOLS_RUNTIME_CALLBACK_HOOKS[HOOKS_SLOTS] = {
@@ -208,7 +206,6 @@ const void *vgpu_dark_table_TOOLS_RUNTIME_CALLBACK_HOOKS[HOOKS_SLOTS] = {
 #define BYPASS_SLOTS VGPU_DARK_CTX_CREATE_BYPASS_SLOTS
 
 /* [1] ctx_create_v2_bypass(pctx, flags, dev): no CUDA 13.0 library asks. */
-
 VGPU_DARK_DEFINE_STUBS(CTX_CREATE_BYPASS)
 
 const void *vgpu_dark_table_CTX_CREATE_BYPASS[BYPASS_SLOTS] = {
@@ -268,7 +265,6 @@ static uint32_t checks_global(void)
 	vlog_debug("dark API: CONTEXT_CHECKS[3]");
 	return 0;
 }
-
 
 VGPU_DARK_DEFINE_STUBS(CONTEXT_CHECKS)
 

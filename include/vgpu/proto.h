@@ -361,8 +361,9 @@ enum vgpu_op {
 					 * xyz, arg3 dyn smem, arg4 cluster
 					 * scheduling policy (0: none given);
 					 * R: val0 cluster size */
-	VGPU_OP_TPC_MAPPING,		/* arg0 device ordinal; R: val0 TPCs, slot:
-					 * val0 vGPC ids then val0 mTPC ids */
+	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
+					 * R: val0 TPCs, slot: val0 vGPC ids
+					 * then val0 mTPC ids */
 
 	VGPU_OP_MAX
 };
