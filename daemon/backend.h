@@ -87,7 +87,12 @@
 	X(cuFuncSetCacheConfig) \
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	X(cuOccupancyMaxActiveClusters)
+	X(cuOccupancyMaxActiveClusters) \
+	X(cuModuleGetFunctionCount) \
+	X(cuModuleEnumerateFunctions) \
+	X(cuFuncGetName) \
+	X(cuOccupancyMaxPotentialClusterSize) \
+	X(cuGetExportTable)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 
