@@ -88,6 +88,11 @@
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	X(cuOccupancyMaxActiveClusters) \
+	X(cuModuleGetFunctionCount) \
+	X(cuModuleEnumerateFunctions) \
+	X(cuFuncGetName) \
+	X(cuOccupancyMaxPotentialClusterSize) \
+	X(cuGetExportTable) \
 	X(cuTensorMapEncodeTiled) \
 	X(cuTensorMapEncodeIm2col) \
 	X(cuTensorMapEncodeIm2colWide) \
