@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream attributes, stream memory operations (write and wait on a word,
+ * batches of them), context-wide event record and wait, prefetch and peer
+ * access. Every address the client names must be its own memory (device
+ * window, host pool, module globals: worker_addr_ok), since the driver
+ * would otherwise write, or make the GPU watch, anything the worker maps.
+ *
+ * Waits on the host backend: its streams run everything at once, so a wait
+ * whose word is written by later work on another stream runs that work
+ * itself. The host backend calls wait_hook() while the word does not hold;
+ * the hook takes the next ring entries and runs each one that belongs to
+ * another stream (which the wait does not order); the first entry that
+ * must come after the wait is held, and runs once the wait is over. While
+ * nothing can run, the hook sleeps, checking the client's life (its death
+ * ends the wait) and refusing a checkpoint or move that would wait for the
+ * stream (worker_order_stalled), as host callbacks do.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "barrier.h"
+#include "log.h"
+#include "retained.h"
+#include "worker.h"
+
+#define BATCH_MAX	256	/* operations in one batch, as the driver allows */
+
+_Static_assert(sizeof(CUstreamAttrValue) == 64, "attribute value crosses as 64 bytes");
+_Static_assert(sizeof(CUstreamBatchMemOpParams) == 48, "batch operation layout");
+
+static void answer_now(struct worker *w, struct op_call *call)
+{
+	if (call->sqe->tag) {
+		worker_fold_deferred(w, call->cqe);
+		worker_post(w, call->cqe);
+	} else if (call->cqe->result && !w->deferred) {
+		w->deferred = call->cqe->result;
+	}
+}
+
+/* ---- stream attributes --------------------------------------------------- */
+
+static CUstream stream_by_id(struct worker *w, uint64_t id, CUresult *rc)
+{
+	struct vgpu_sqe s = { .stream = (uint32_t)id };
+
+	if (id > UINT32_MAX) {
+		*rc = CUDA_ERROR_INVALID_HANDLE;
+		return NULL;
+	}
+	return worker_stream(w, &s, rc);
+}
+
+/* The window's pointer is a device address the GPU will favour in its L2:
+ * it must be the client's. An empty window names nothing. */
+static CUresult attr_check(struct worker *w, uint64_t id, const CUstreamAttrValue *v)
+{
+	const CUaccessPolicyWindow *apw = &v->accessPolicyWindow;
+
+	if (id > INT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && apw->num_bytes &&
+	    !worker_addr_ok(w, (uint64_t)(uintptr_t)apw->base_ptr, apw->num_bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* A stream's priority is also what a checkpoint re-creates it with. */
+static void remember_priority(struct worker *w, uint32_t id, CUstream st)
+{
+	struct obj_entry *e = id ? obj_get(&w->streams, id) : NULL;
+	struct retained_stream *info = e ? e->data : NULL;
+	CUstreamAttrValue v;
+
+	if (info && !w->B.cuStreamGetAttribute(st, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v))
+		info->priority = v.priority;
+}
+
+static enum op_status op_set_attr(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUstreamAttrValue v;
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc && call->len != sizeof(v))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc) {
+		memcpy(&v, call->payload, sizeof(v));
+		rc = attr_check(w, s->arg[0], &v);
+	}
+	if (!rc)
+		rc = w->B.cuStreamSetAttribute(st, (CUstreamAttrID)s->arg[0], &v);
+	if (!rc && s->arg[0] == CU_LAUNCH_ATTRIBUTE_PRIORITY)
+		remember_priority(w, s->stream, st);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_get_attr(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUstreamAttrValue v;
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc && (s->arg[0] > INT32_MAX || w->ring.reply_slot_size < sizeof(v)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = w->B.cuStreamGetAttribute(st, (CUstreamAttrID)s->arg[0], &v);
+	if (!rc)
+		memcpy(call->reply, &v, sizeof(v));
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_copy_attrs(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUresult rc, rc2;
+	CUstream dst = worker_stream(w, s, &rc);
+	CUstream src = stream_by_id(w, s->arg[0], &rc2);
+
+	if (!rc)
+		rc = rc2;
+	if (!rc)
+		rc = w->B.cuStreamCopyAttributes(dst, src);
+	if (!rc)
+		remember_priority(w, s->stream, dst);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* ---- context-wide events ------------------------------------------------- */
+
+static enum op_status op_ctx_event(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *c = obj_get(&w->ctxs, s->ctx);
+	struct obj_entry *e = obj_get(&w->events, s->arg[0]);
+	CUresult rc = CUDA_ERROR_INVALID_HANDLE;
+
+	if (!c)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	else if (e && s->opcode == VGPU_OP_CTX_RECORD_EVENT)
+		rc = w->B.cuCtxRecordEvent(c->obj, e->obj);
+	else if (e)
+		rc = w->B.cuCtxWaitEvent(c->obj, e->obj);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* ---- waits on the host backend ------------------------------------------- */
+
+struct stream_wait {
+	struct worker *w;
+	uint32_t stream;	/* the waiting stream (0: the legacy one) */
+	bool held;		/* sqe must run after the wait */
+	struct vgpu_sqe sqe;
+	unsigned int us;	/* next sleep */
+};
+
+static struct stream_wait *waiting;	/* the ring thread's, while it waits */
+
+/*
+ * Whether an entry may run before the wait ends: stream work on another
+ * stream that the wait does not order. The legacy stream orders every
+ * blocking stream (and is ordered by them), ctx-wide calls carry stream 0;
+ * waits do not nest.
+ */
+static bool may_pass(struct worker *w, const struct vgpu_sqe *s, uint32_t stream)
+{
+	struct obj_entry *e;
+	const struct retained_stream *info;
+
+	if (!s->stream || s->stream == stream)
+		return false;
+	if (s->opcode == VGPU_OP_STREAM_WAIT_VALUE || s->opcode == VGPU_OP_STREAM_BATCH_MEMOP)
+		return false;
+	if (stream)
+		return true;
+	e = obj_get(&w->streams, s->stream);
+	info = e ? e->data : NULL;
+	return !info || (info->flags & CU_STREAM_NON_BLOCKING);
+}
+
+static bool wait_hook(void *arg)
+{
+	struct stream_wait *sw = arg;
+	struct worker *w = sw->w;
+	struct vgpu_sqe sqe;
+
+	if (!sw->held && worker_sq_pop(&w->ring, &sqe)) {
+		if (may_pass(w, &sqe, sw->stream)) {
+			dispatch_entry(w, &sqe);
+			sw->us = 20;
+			return !read_once(&w->dead);
+		}
+		sw->sqe = sqe;
+		sw->held = true;
+	}
+	/* The client may be waiting for ring space behind what we took. */
+	worker_sq_release(&w->ring);
+	if (!worker_wait_client(w, !sw->held, sw->us, "in a stream wait"))
+		return false;
+	sw->us = sw->us < 5000 ? 2 * sw->us : 10000;
+	return true;
+}
+
+/*
+ * Runs a backend call that may wait (host backend), then the entry held
+ * back meanwhile. Answers the call itself: the held entry comes after it.
+ */
+static enum op_status run_waiting(struct worker *w, struct op_call *call,
+				  CUresult (*fn)(struct worker *w, struct op_call *call, void *arg),
+				  void *arg)
+{
+	struct stream_wait sw = { .w = w, .stream = call->sqe->stream, .us = 20 };
+	/* Entries run meanwhile have their own sqe and cqe; the payload
+	 * buffer they share was read before (fn works on copies). */
+
+	if (w->B.kind != VGPU_BACKEND_HOST || waiting) {
+		call->cqe->result = fn(w, call, arg);
+		return OP_DONE;
+	}
+	waiting = &sw;
+	vgpu_host_set_wait_hook(wait_hook, &sw);
+	call->cqe->result = fn(w, call, arg);
+	vgpu_host_set_wait_hook(NULL, NULL);
+	waiting = NULL;
+	answer_now(w, call);
+	if (sw.held && !read_once(&w->dead))
+		dispatch_entry(w, &sw.sqe);
+	return OP_LATER;
+}
+
+/* ---- write and wait on a word -------------------------------------------- */
+
+static CUresult word_args(struct worker *w, const struct vgpu_sqe *s)
+{
+	uint64_t size = s->arg[3];
+
+	if ((size != 4 && size != 8) || s->arg[2] > UINT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size == 4 && s->arg[1] > UINT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	return worker_addr_ok(w, s->arg[0], size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static enum op_status op_write_value(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc)
+		rc = word_args(w, s);
+	if (!rc && s->arg[3] == 4)
+		rc = w->B.cuStreamWriteValue32_v2(st, s->arg[0], (cuuint32_t)s->arg[1],
+						  (unsigned int)s->arg[2]);
+	else if (!rc)
+		rc = w->B.cuStreamWriteValue64_v2(st, s->arg[0], s->arg[1], (unsigned int)s->arg[2]);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static CUresult wait_value(struct worker *w, struct op_call *call, void *arg)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUstream st = arg;
+
+	if (s->arg[3] == 4)
+		return w->B.cuStreamWaitValue32_v2(st, s->arg[0], (cuuint32_t)s->arg[1],
+						   (unsigned int)s->arg[2]);
+	return w->B.cuStreamWaitValue64_v2(st, s->arg[0], s->arg[1], (unsigned int)s->arg[2]);
+}
+
+static enum op_status op_wait_value(struct worker *w, struct op_call *call)
+{
+	CUresult rc;
+	CUstream st = worker_stream(w, call->sqe, &rc);
+
+	if (!rc)
+		rc = word_args(w, call->sqe);
+	if (rc) {
+		call->cqe->result = rc;
+		return OP_DONE;
+	}
+	return run_waiting(w, call, wait_value, st);
+}
+
+struct batch {
+	CUstream st;
+	unsigned int count;
+	CUstreamBatchMemOpParams *ops;	/* the worker's copy */
+};
+
+static CUresult run_batch(struct worker *w, struct op_call *call, void *arg)
+{
+	struct batch *b = arg;
+
+	return w->B.cuStreamBatchMemOp_v2(b->st, b->count, b->ops, (unsigned int)call->sqe->arg[1]);
+}
+
+/* Words written or watched must be the client's; what is not a word
+ * operation has no address (the driver checks the rest). */
+static CUresult batch_addresses(struct worker *w, CUstreamBatchMemOpParams *ops, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		CUstreamBatchMemOpParams *p = &ops[i];
+		uint64_t size = 0, addr = 0;
+
+		switch (p->operation) {
+		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+			size = 4;
+			break;
+		case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+			size = 8;
+			break;
+		case CU_STREAM_MEM_OP_BARRIER:
+		case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+			continue;
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		/* waitValue and writeValue share their layout. */
+		addr = p->waitValue.address;
+		p->waitValue.alias = 0;	/* the driver's own field */
+		if (!worker_addr_ok(w, addr, size))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_batch_memop(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct batch b = { .count = (unsigned int)s->arg[0] };
+	enum op_status ret;
+	CUresult rc;
+
+	b.st = worker_stream(w, s, &rc);
+	if (!rc && (!s->arg[0] || s->arg[0] > BATCH_MAX || s->arg[1] > UINT32_MAX ||
+		    call->len != s->arg[0] * sizeof(*b.ops)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	/* A copy: entries run during a wait reuse the payload buffer. */
+	if (!rc && !(b.ops = malloc(call->len)))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!rc) {
+		memcpy(b.ops, call->payload, call->len);
+		rc = batch_addresses(w, b.ops, b.count);
+	}
+	if (rc) {
+		free(b.ops);
+		call->cqe->result = rc;
+		return OP_DONE;
+	}
+	ret = run_waiting(w, call, run_batch, &b);
+	free(b.ops);
+	return ret;
+}
+
+/* ---- prefetch ------------------------------------------------------------ */
+
+/* A location names a client device ordinal; the driver gets the worker's. */
+static CUresult location(struct worker *w, uint64_t type, uint64_t id, CUmemLocation *loc)
+{
+	if (type > INT32_MAX || id > INT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	loc->type = (CUmemLocationType)type;
+	loc->id = (int)id;
+	if (type == CU_MEM_LOCATION_TYPE_DEVICE) {
+		if (id >= (uint64_t)w->device_count)
+			return CUDA_ERROR_INVALID_DEVICE;
+		loc->id = w->devices[id];
+	}
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_prefetch(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUmemLocation loc;
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc && (!worker_addr_ok(w, s->arg[0], s->arg[1] ? s->arg[1] : 1) ||
+		    s->arg[4] > UINT32_MAX))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = location(w, s->arg[2], s->arg[3], &loc);
+	if (!rc)
+		rc = w->B.cuMemPrefetchAsync_v2(s->arg[0], s->arg[1], loc, (unsigned int)s->arg[4],
+						st);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* ---- peer access --------------------------------------------------------- */
+
+static CUresult device_of(struct worker *w, uint64_t ordinal, CUdevice *dev)
+{
+	if (ordinal >= (uint64_t)w->device_count)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = w->devices[ordinal];
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_peer_can_access(struct worker *w, struct op_call *call)
+{
+	CUdevice a, b;
+	int can = 0;
+	CUresult rc = device_of(w, call->sqe->arg[0], &a);
+
+	if (!rc)
+		rc = device_of(w, call->sqe->arg[1], &b);
+	if (!rc)
+		rc = w->B.cuDeviceCanAccessPeer(&can, a, b);
+	call->cqe->result = rc;
+	call->cqe->val[0] = (uint64_t)(int64_t)can;
+	return OP_DONE;
+}
+
+static enum op_status op_peer_attribute(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUdevice a, b;
+	int v = 0;
+	CUresult rc = s->arg[0] > INT32_MAX ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+
+	if (!rc)
+		rc = device_of(w, s->arg[1], &a);
+	if (!rc)
+		rc = device_of(w, s->arg[2], &b);
+	if (!rc)
+		rc = w->B.cuDeviceGetP2PAttribute(&v, (CUdevice_P2PAttribute)s->arg[0], a, b);
+	call->cqe->result = rc;
+	call->cqe->val[0] = (uint64_t)(int64_t)v;
+	return OP_DONE;
+}
+
+static enum op_status op_peer_access(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *peer = obj_get(&w->ctxs, s->arg[0]);
+	CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
+
+	if (peer && s->opcode == VGPU_OP_CTX_ENABLE_PEER)
+		rc = s->arg[1] > UINT32_MAX ? CUDA_ERROR_INVALID_VALUE
+		     : w->B.cuCtxEnablePeerAccess(peer->obj, (unsigned int)s->arg[1]);
+	else if (peer)
+		rc = w->B.cuCtxDisablePeerAccess(peer->obj);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+const struct op_desc exec_streamops_ops[] = {
+	OP(STREAM_SET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_set_attr),
+	OP(STREAM_GET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get_attr),
+	OP(STREAM_COPY_ATTRS, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_copy_attrs),
+	OP(CTX_RECORD_EVENT, OPF_NEEDS_CTX, op_ctx_event),
+	OP(CTX_WAIT_EVENT, OPF_NEEDS_CTX, op_ctx_event),
+	OP(STREAM_WRITE_VALUE, OPF_NEEDS_CTX, op_write_value),
+	OP(STREAM_WAIT_VALUE, OPF_NEEDS_CTX, op_wait_value),
+	OP(STREAM_BATCH_MEMOP, OPF_NEEDS_CTX, op_batch_memop),
+	OP(MEM_PREFETCH, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_prefetch),
+	OP(PEER_CAN_ACCESS, OPF_SYNC_ONLY, op_peer_can_access),
+	OP(PEER_ATTRIBUTE, OPF_SYNC_ONLY, op_peer_attribute),
+	OP(CTX_ENABLE_PEER, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_peer_access),
+	OP(CTX_DISABLE_PEER, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_peer_access),
+	{ 0 },
+};
