@@ -99,11 +99,7 @@
 	X(cuStreamWaitValue32_v2) \
 	X(cuStreamWaitValue64_v2) \
 	X(cuStreamBatchMemOp_v2) \
-	X(cuMemPrefetchAsync_v2) \
-	X(cuDeviceCanAccessPeer) \
-	X(cuDeviceGetP2PAttribute) \
-	X(cuCtxEnablePeerAccess) \
-	X(cuCtxDisablePeerAccess)
+	X(cuMemPrefetchAsync_v2)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Stream attributes, stream memory operations (write and wait on a word,
- * batches of them), context-wide event record and wait, prefetch and peer
- * access. Every address the client names must be its own memory (device
+ * batches of them), context-wide event record and wait, and prefetch. Every address the client names must be its own memory (device
  * window, host pool, module globals: worker_addr_ok), since the driver
  * would otherwise write, or make the GPU watch, anything the worker maps.
  *
@@ -399,64 +398,6 @@ static enum op_status op_prefetch(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
-/* ---- peer access --------------------------------------------------------- */
-
-static CUresult device_of(struct worker *w, uint64_t ordinal, CUdevice *dev)
-{
-	if (ordinal >= (uint64_t)w->device_count)
-		return CUDA_ERROR_INVALID_DEVICE;
-	*dev = w->devices[ordinal];
-	return CUDA_SUCCESS;
-}
-
-static enum op_status op_peer_can_access(struct worker *w, struct op_call *call)
-{
-	CUdevice a, b;
-	int can = 0;
-	CUresult rc = device_of(w, call->sqe->arg[0], &a);
-
-	if (!rc)
-		rc = device_of(w, call->sqe->arg[1], &b);
-	if (!rc)
-		rc = w->B.cuDeviceCanAccessPeer(&can, a, b);
-	call->cqe->result = rc;
-	call->cqe->val[0] = (uint64_t)(int64_t)can;
-	return OP_DONE;
-}
-
-static enum op_status op_peer_attribute(struct worker *w, struct op_call *call)
-{
-	const struct vgpu_sqe *s = call->sqe;
-	CUdevice a, b;
-	int v = 0;
-	CUresult rc = s->arg[0] > INT32_MAX ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-
-	if (!rc)
-		rc = device_of(w, s->arg[1], &a);
-	if (!rc)
-		rc = device_of(w, s->arg[2], &b);
-	if (!rc)
-		rc = w->B.cuDeviceGetP2PAttribute(&v, (CUdevice_P2PAttribute)s->arg[0], a, b);
-	call->cqe->result = rc;
-	call->cqe->val[0] = (uint64_t)(int64_t)v;
-	return OP_DONE;
-}
-
-static enum op_status op_peer_access(struct worker *w, struct op_call *call)
-{
-	const struct vgpu_sqe *s = call->sqe;
-	struct obj_entry *peer = obj_get(&w->ctxs, s->arg[0]);
-	CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
-
-	if (peer && s->opcode == VGPU_OP_CTX_ENABLE_PEER)
-		rc = s->arg[1] > UINT32_MAX ? CUDA_ERROR_INVALID_VALUE
-		     : w->B.cuCtxEnablePeerAccess(peer->obj, (unsigned int)s->arg[1]);
-	else if (peer)
-		rc = w->B.cuCtxDisablePeerAccess(peer->obj);
-	call->cqe->result = rc;
-	return OP_DONE;
-}
-
 const struct op_desc exec_streamops_ops[] = {
 	OP(STREAM_SET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_set_attr),
 	OP(STREAM_GET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get_attr),
@@ -467,9 +408,5 @@ const struct op_desc exec_streamops_ops[] = {
 	OP(STREAM_WAIT_VALUE, OPF_NEEDS_CTX, op_wait_value),
 	OP(STREAM_BATCH_MEMOP, OPF_NEEDS_CTX, op_batch_memop),
 	OP(MEM_PREFETCH, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_prefetch),
-	OP(PEER_CAN_ACCESS, OPF_SYNC_ONLY, op_peer_can_access),
-	OP(PEER_ATTRIBUTE, OPF_SYNC_ONLY, op_peer_attribute),
-	OP(CTX_ENABLE_PEER, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_peer_access),
-	OP(CTX_DISABLE_PEER, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_peer_access),
 	{ 0 },
 };

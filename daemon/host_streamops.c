@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host backend's stream attributes, stream memory operations (write
- * and wait on a 32- or 64-bit word), context-wide events, prefetch and
- * peer access.
+ * and wait on a 32- or 64-bit word), context-wide events and prefetch.
  *
  * Streams here run every operation at once, in submission order. A write
  * is a store. A wait whose word already holds is done; one that does not
@@ -397,66 +396,4 @@ CUresult host_cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, 
 	if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE && loc.id != 0)
 		return CUDA_ERROR_INVALID_DEVICE;
 	return CUDA_ERROR_INVALID_VALUE;
-}
-
-/* --- peer access: one device, so no peer ------------------------------- */
-
-CUresult host_cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
-{
-	CUresult r = host_check_init();
-
-	if (r)
-		return r;
-	if (!can)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (dev != 0 || peer != 0)
-		return CUDA_ERROR_INVALID_DEVICE;
-	*can = 0;	/* a device is not its own peer */
-	return CUDA_SUCCESS;
-}
-
-/* The driver refuses a pair of one device as it refuses a bad ordinal. */
-CUresult host_cuDeviceGetP2PAttribute(int *v, CUdevice_P2PAttribute attr, CUdevice src,
-				      CUdevice dst)
-{
-	CUresult r = host_check_init();
-
-	if (r)
-		return r;
-	if (!v || attr < CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK ||
-	    attr > CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED)
-		return CUDA_ERROR_INVALID_VALUE;
-	(void)src;
-	(void)dst;
-	return CUDA_ERROR_INVALID_DEVICE;
-}
-
-static CUresult peer_check(CUcontext peer)
-{
-	struct host_ctx *cur = NULL, *c = (struct host_ctx *)peer;
-	CUresult r;
-
-	pthread_mutex_lock(&host.lock);
-	r = host_ctx_get(&cur);
-	if (!r && (!c || !host_set_has(&host.ctxs, c) || (c->primary && !c->active)))
-		r = CUDA_ERROR_INVALID_CONTEXT;
-	pthread_mutex_unlock(&host.lock);
-	return r;
-}
-
-/* Every context is on device 0, which cannot access itself as a peer. */
-CUresult host_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
-{
-	CUresult r = peer_check(peer);
-
-	if (r)
-		return r;
-	return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
-}
-
-CUresult host_cuCtxDisablePeerAccess(CUcontext peer)
-{
-	CUresult r = peer_check(peer);
-
-	return r ? r : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
 }

@@ -349,8 +349,8 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
 	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
-	/* stream attributes, stream memory operations, context events, prefetch,
-	 * peer access (streamops) */
+	/* stream attributes, stream memory operations, context events, prefetch
+	 * (streamops) */
 	VGPU_OP_STREAM_SET_ATTR = 0xE0,	/* sqe.stream, arg0 CUstreamAttrID;
 					 * P: CUstreamAttrValue (64 bytes) */
 	VGPU_OP_STREAM_GET_ATTR,	/* sqe.stream, arg0 CUstreamAttrID; R: slot holds the value */
@@ -365,10 +365,6 @@ enum vgpu_op {
 					 * P: CUstreamBatchMemOpParams[count] */
 	VGPU_OP_MEM_PREFETCH,		/* sqe.stream, arg0 address, arg1 bytes,
 					 * arg2 CUmemLocationType, arg3 location id, arg4 flags */
-	VGPU_OP_PEER_CAN_ACCESS,	/* arg0 device, arg1 peer device; R: val0 */
-	VGPU_OP_PEER_ATTRIBUTE,		/* arg0 CUdevice_P2PAttribute, arg1 src, arg2 dst; R: val0 */
-	VGPU_OP_CTX_ENABLE_PEER,	/* sqe.ctx current, arg0 peer ctx id, arg1 flags */
-	VGPU_OP_CTX_DISABLE_PEER,	/* sqe.ctx current, arg0 peer ctx id */
 
 	VGPU_OP_MAX
 };

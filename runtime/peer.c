@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Peer access between contexts. vgpu offers none (runtime/device.c:
+ * cuDeviceCanAccessPeer answers 0 for every pair, a device never being its
+ * own peer), so enabling it fails the way the driver fails a pair that
+ * cannot access each other, CUDA_ERROR_INVALID_DEVICE, and disabling it
+ * finds it never enabled. The context and flag checks come first, as the
+ * driver's do.
+ */
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+
+static CUresult peer_pair(CUcontext peer)
+{
+	struct vgpu_ctx *cur, *p;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_ctx_current(&cur);
+	if (rc)
+		return rc;
+	if (!peer)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return vgpu_ctx_resolve(peer, &p);
+}
+
+VGPU_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+	CUresult rc = peer_pair(peerContext);
+
+	if (rc)
+		return rc;
+	if (Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_ERROR_INVALID_DEVICE;
+}
+
+VGPU_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+	CUresult rc = peer_pair(peerContext);
+
+	return rc ? rc : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
