@@ -93,9 +93,6 @@ static void answer(struct worker *w, const struct op_desc *d, const struct vgpu_
 
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 {
-	struct vgpu_cqe c = { .tag = sqe->tag };
-	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
-	struct op_call call = { .sqe = sqe, .cqe = &c };
 	int len;
 
 	if (sqe->tag > w->ring.sq_entries) {
@@ -106,6 +103,15 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 		return;
 	}
 	len = worker_payload_take(&w->ring, sqe, w->pbuf, w->ring.payload_size / 2);
+	dispatch_taken(w, sqe, w->pbuf, len);
+}
+
+void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *payload, int len)
+{
+	struct vgpu_cqe c = { .tag = sqe->tag };
+	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
+	struct op_call call = { .sqe = sqe, .cqe = &c };
+
 	if (len < 0) {
 		vlog_warn("op %u: payload outside the payload ring", sqe->opcode);
 		c.result = CUDA_ERROR_INVALID_VALUE;
@@ -126,7 +132,7 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 		if (c.result)
 			goto out;
 	}
-	call.payload = w->pbuf;
+	call.payload = payload;
 	call.len = len;
 	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
 	if (d->fn(w, &call) == OP_LATER)

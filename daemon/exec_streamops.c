@@ -6,14 +6,14 @@
  * would otherwise write, or make the GPU watch, anything the worker maps.
  *
  * Waits on the host backend: its streams run everything at once, so a wait
- * whose word is written by later work on another stream runs that work
- * itself. The host backend calls wait_hook() while the word does not hold;
- * the hook takes the next ring entries and runs each one that belongs to
- * another stream (which the wait does not order); the first entry that
- * must come after the wait is held, and runs once the wait is over. While
- * nothing can run, the hook sleeps, checking the client's life (its death
- * ends the wait) and refusing a checkpoint or move that would wait for the
- * stream (worker_order_stalled), as host callbacks do.
+ * whose word is written by later work on another stream must run that work
+ * first. The host backend calls wait_hook() while the word does not hold;
+ * the hook takes the next ring entries and runs each one that CUDA does not
+ * order after the wait (another stream's work, object creation); the others
+ * are held, each with its payload, and run in order once the wait holds.
+ * While nothing can run, the hook sleeps, checking the client's life (its
+ * death ends the wait) and refusing a checkpoint or move that would wait
+ * for the stream (worker_order_stalled), as host callbacks do.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -152,85 +152,255 @@ static enum op_status op_ctx_event(struct worker *w, struct op_call *call)
 
 /* ---- waits on the host backend ------------------------------------------- */
 
+/*
+ * Entries taken out of the ring while a wait did not hold, in ring order,
+ * each with its own copy of its payload; those that ran meanwhile are
+ * marked done. The outermost wait runs the rest, in order, once it holds;
+ * a wait among them scans the rest first, then the ring.
+ */
+struct taken {
+	struct vgpu_sqe sqe;
+	void *payload;
+	int len;
+	bool done;
+};
+
+#define TAKEN_MAX	4096		/* entries held at once */
+#define TAKEN_BYTES	(16u << 20)	/* and their payloads */
+#define BLOCK_MAX	64		/* streams and events a wait tracks */
+
+static struct {
+	struct taken *v;
+	size_t n, cap;
+	uint64_t bytes;
+	bool draining;
+} held;
+
+/* What one wait holds back: its stream, the streams of entries it held
+ * (later work there comes after them), the events those record. */
 struct stream_wait {
 	struct worker *w;
-	uint32_t stream;	/* the waiting stream (0: the legacy one) */
-	bool held;		/* sqe must run after the wait */
-	struct vgpu_sqe sqe;
+	size_t scan;		/* next held entry to consider */
+	uint32_t streams[BLOCK_MAX], nstreams;
+	uint32_t events[BLOCK_MAX], nevents;
+	bool legacy;		/* a legacy-stream entry is held: blocking streams wait */
+	bool overflow;		/* too much to track: nothing more passes */
 	unsigned int us;	/* next sleep */
 };
 
-static struct stream_wait *waiting;	/* the ring thread's, while it waits */
+static bool listed(const uint32_t *v, uint32_t n, uint32_t x)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static void add(struct stream_wait *sw, uint32_t *v, uint32_t *n, uint32_t x)
+{
+	if (listed(v, *n, x))
+		return;
+	if (*n == BLOCK_MAX)
+		sw->overflow = true;
+	else
+		v[(*n)++] = x;
+}
+
+/* Calls on no stream that order nothing: object creation and queries. */
+static bool unordered(uint16_t op)
+{
+	switch (op) {
+	case VGPU_OP_STREAM_CREATE:
+	case VGPU_OP_EVENT_CREATE:
+	case VGPU_OP_MEM_ALLOC:
+	case VGPU_OP_MEM_ALLOC_PITCH:
+	case VGPU_OP_HOST_ALLOC:
+	case VGPU_OP_MEM_GET_RANGE:
+	case VGPU_OP_MEM_GET_INFO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool blocking_stream(struct worker *w, uint32_t id)
+{
+	struct obj_entry *e = obj_get(&w->streams, id);
+	const struct retained_stream *info = e ? e->data : NULL;
+
+	return !info || !(info->flags & CU_STREAM_NON_BLOCKING);
+}
 
 /*
- * Whether an entry may run before the wait ends: stream work on another
- * stream that the wait does not order. The legacy stream orders every
- * blocking stream (and is ordered by them), ctx-wide calls carry stream 0;
- * waits do not nest.
+ * Whether an entry may run before the wait holds, CUDA's ordering kept:
+ * not on a stream held back, not after a held legacy-stream entry on a
+ * blocking stream, not a wait on an event a held entry records, and no
+ * nested wait. An entry that may not is held, and what it orders noted.
  */
-static bool may_pass(struct worker *w, const struct vgpu_sqe *s, uint32_t stream)
+static bool may_pass(struct stream_wait *sw, const struct vgpu_sqe *s)
 {
-	struct obj_entry *e;
-	const struct retained_stream *info;
+	struct worker *w = sw->w;
+	bool pass;
 
-	if (!s->stream || s->stream == stream)
-		return false;
-	if (s->opcode == VGPU_OP_STREAM_WAIT_VALUE || s->opcode == VGPU_OP_STREAM_BATCH_MEMOP)
-		return false;
-	if (stream)
+	if (!s->stream)
+		pass = unordered(s->opcode);
+	else if (sw->overflow || listed(sw->streams, sw->nstreams, s->stream))
+		pass = false;
+	else if (sw->legacy && blocking_stream(w, s->stream))
+		pass = false;
+	else if (s->opcode == VGPU_OP_STREAM_WAIT_VALUE || s->opcode == VGPU_OP_STREAM_BATCH_MEMOP)
+		pass = false;
+	else if (s->opcode == VGPU_OP_STREAM_WAIT_EVENT)
+		pass = !listed(sw->events, sw->nevents, (uint32_t)s->arg[0]) && s->arg[0] <= UINT32_MAX;
+	else
+		pass = true;
+	if (pass)
 		return true;
-	e = obj_get(&w->streams, s->stream);
-	info = e ? e->data : NULL;
-	return !info || (info->flags & CU_STREAM_NON_BLOCKING);
+	if (!s->stream)
+		sw->legacy = true;
+	else
+		add(sw, sw->streams, &sw->nstreams, s->stream);
+	if (s->opcode == VGPU_OP_EVENT_RECORD || s->opcode == VGPU_OP_CTX_RECORD_EVENT)
+		add(sw, sw->events, &sw->nevents, (uint32_t)s->arg[0]);
+	return false;
+}
+
+static bool hold(struct worker *w, const struct vgpu_sqe *s)
+{
+	struct taken *t;
+
+	if (held.n == held.cap) {
+		size_t cap = held.cap ? 2 * held.cap : 64;
+		struct taken *v = realloc(held.v, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		held.v = v;
+		held.cap = cap;
+	}
+	t = &held.v[held.n];
+	*t = (struct taken){ .sqe = *s };
+	/* Without memory the entry still holds its place, and fails. */
+	if (s->payload_len && !(t->payload = malloc(s->payload_len))) {
+		worker_payload_skip(&w->ring, s);
+		t->len = -1;
+	} else {
+		t->len = worker_payload_take(&w->ring, s, t->payload, s->payload_len);
+	}
+	held.bytes += s->payload_len;
+	held.n++;
+	return true;
+}
+
+static bool room(void)
+{
+	return held.n < TAKEN_MAX && held.bytes < TAKEN_BYTES;
+}
+
+/* Runs the next entry that may pass; false when none could be found. */
+static bool pass_one(struct stream_wait *sw)
+{
+	struct worker *w = sw->w;
+	struct vgpu_sqe sqe;
+
+	for (; sw->scan < held.n; sw->scan++) {
+		struct taken *t = &held.v[sw->scan];
+
+		if (!t->done && may_pass(sw, &t->sqe)) {
+			struct taken run = *t;
+
+			t->done = true;
+			dispatch_taken(w, &run.sqe, run.payload, run.len);
+			return true;
+		}
+	}
+	if (!room() || !worker_sq_pop(&w->ring, &sqe))
+		return false;
+	if (sqe.tag > w->ring.sq_entries || may_pass(sw, &sqe)) {
+		dispatch_entry(w, &sqe);	/* in ring order: nothing before it is left */
+		return true;
+	}
+	if (!hold(w, &sqe)) {
+		vlog_warn("out of memory holding entries behind a stream wait");
+		worker_payload_skip(&w->ring, &sqe);
+		dispatch_taken(w, &sqe, NULL, -1);
+		return true;
+	}
+	sw->scan = held.n;
+	return true;
 }
 
 static bool wait_hook(void *arg)
 {
 	struct stream_wait *sw = arg;
 	struct worker *w = sw->w;
-	struct vgpu_sqe sqe;
 
-	if (!sw->held && worker_sq_pop(&w->ring, &sqe)) {
-		if (may_pass(w, &sqe, sw->stream)) {
-			dispatch_entry(w, &sqe);
-			sw->us = 20;
-			return !read_once(&w->dead);
-		}
-		sw->sqe = sqe;
-		sw->held = true;
+	if (pass_one(sw)) {
+		sw->us = 20;
+		return !read_once(&w->dead);
 	}
 	/* The client may be waiting for ring space behind what we took. */
 	worker_sq_release(&w->ring);
-	if (!worker_wait_client(w, !sw->held, sw->us, "in a stream wait"))
+	if (!worker_wait_client(w, room(), sw->us, "in a stream wait"))
 		return false;
 	sw->us = sw->us < 5000 ? 2 * sw->us : 10000;
 	return true;
 }
 
+/* The held entries, in order, skipping those that ran meanwhile. */
+static void drain(struct worker *w)
+{
+	held.draining = true;
+	for (size_t i = 0; i < held.n; i++) {
+		struct taken *t = &held.v[i];
+
+		if (!t->done && !read_once(&w->dead)) {
+			/* A copy: a wait among them may hold more, moving v. */
+			struct taken run = *t;
+
+			t->done = true;
+			dispatch_taken(w, &run.sqe, run.payload, run.len);
+		}
+	}
+	for (size_t i = 0; i < held.n; i++)
+		free(held.v[i].payload);
+	held.n = 0;
+	held.bytes = 0;
+	held.draining = false;
+}
+
 /*
- * Runs a backend call that may wait (host backend), then the entry held
- * back meanwhile. Answers the call itself: the held entry comes after it.
+ * Runs a backend call that may wait (host backend) with the hook set, then
+ * (outermost) the entries held back meanwhile. Answers the call itself,
+ * since the held entries come after it.
  */
 static enum op_status run_waiting(struct worker *w, struct op_call *call,
 				  CUresult (*fn)(struct worker *w, struct op_call *call, void *arg),
 				  void *arg)
 {
-	struct stream_wait sw = { .w = w, .stream = call->sqe->stream, .us = 20 };
-	/* Entries run meanwhile have their own sqe and cqe; the payload
-	 * buffer they share was read before (fn works on copies). */
+	struct stream_wait sw = { .w = w, .us = 20 };
+	bool outermost = !held.draining;
 
-	if (w->B.kind != VGPU_BACKEND_HOST || waiting) {
+	if (w->B.kind != VGPU_BACKEND_HOST) {
 		call->cqe->result = fn(w, call, arg);
 		return OP_DONE;
 	}
-	waiting = &sw;
+	/* A wait run from the held entries looks at the rest of them first. */
+	for (size_t i = 0; i < held.n; i++)
+		if (!held.v[i].done)
+			break;
+		else
+			sw.scan = i + 1;
+	if (call->sqe->stream)
+		sw.streams[sw.nstreams++] = call->sqe->stream;
+	else
+		sw.legacy = true;
 	vgpu_host_set_wait_hook(wait_hook, &sw);
 	call->cqe->result = fn(w, call, arg);
 	vgpu_host_set_wait_hook(NULL, NULL);
-	waiting = NULL;
 	answer_now(w, call);
-	if (sw.held && !read_once(&w->dead))
-		dispatch_entry(w, &sw.sqe);
+	if (outermost)
+		drain(w);
 	return OP_LATER;
 }
 

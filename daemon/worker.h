@@ -182,6 +182,9 @@ bool worker_callbacks_stuck(struct worker *w);
 /* dispatch.c */
 void dispatch_init(void);
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe);
+/* The same for an entry whose payload was taken out of the ring before (len
+ * bytes at payload, or len < 0: it was malformed); its tag is in range. */
+void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *payload, int len);
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id);
 CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err);
 struct global_range {
