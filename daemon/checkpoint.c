@@ -417,6 +417,48 @@ static int write_globals(struct ckpt_run *r)
 	return ret;
 }
 
+/* What a restore sets again on each stream (its priority is in the stream
+ * record); ids as CUstreamAttrID. */
+static const uint32_t saved_stream_attrs[] = {
+	CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+	CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+};
+#define NSAVED (sizeof(saved_stream_attrs) / sizeof(saved_stream_attrs[0]))
+
+/* Each stream's attributes, as its driver holds them (streamops). */
+static int write_stream_attrs(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct vgpu_ckpt_stream_attr *a;
+	struct obj_entry *e;
+	size_t n = 0;
+	uint32_t i;
+	int ret;
+
+	obj_for_each(&w->streams, i, e)
+		n++;
+	a = calloc(n * NSAVED + 1, sizeof(*a));
+	if (!a)
+		return fail(r, -ENOMEM, "out of memory listing stream attributes");
+	n = 0;
+	obj_for_each(&w->streams, i, e) {
+		for (size_t k = 0; k < NSAVED; k++) {
+			CUstreamAttrValue v;
+
+			if (w->B.cuStreamGetAttribute(e->obj, (CUstreamAttrID)saved_stream_attrs[k], &v))
+				continue;	/* one this driver does not keep */
+			a[n] = (struct vgpu_ckpt_stream_attr){ .handle = i,
+							       .attr = saved_stream_attrs[k] };
+			memcpy(a[n++].value, &v, sizeof(a->value));
+		}
+	}
+	ret = table(r, VGPU_CKPT_SEC_STREAM_ATTRS, 0, a, n, sizeof(*a), NULL, 0);
+	free(a);
+	return ret;
+}
+
 /* Streams and events, and which context each handle belongs to. */
 static int write_streams_events(struct ckpt_run *r)
 {
@@ -533,6 +575,8 @@ static int collect(struct ckpt_run *r)
 		ret = write_globals(r);
 	if (!ret)
 		ret = write_streams_events(r);
+	if (!ret)
+		ret = write_stream_attrs(r);
 	free(r->alloc);
 	free(r->dg);
 	r->alloc = NULL;
