@@ -111,6 +111,7 @@ static enum op_status op_get_attr(struct worker *w, struct op_call *call)
 	if (!rc)
 		memcpy(call->reply, &v, sizeof(v));
 	call->cqe->result = rc;
+	call->cqe->val[2] = rc ? 0 : sizeof(v);	/* reply bytes */
 	return OP_DONE;
 }
 

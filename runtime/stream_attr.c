@@ -21,7 +21,7 @@ static void refresh_priority(struct vgpu_stream *st, struct vgpu_ctx *ctx, uint3
 				       .stream = sid, .arg = { CU_LAUNCH_ATTRIBUTE_PRIORITY } },
 			      .reply = &got, .reply_cap = sizeof(got) };
 
-	if (st && !vgpu_call(&r))
+	if (st && !vgpu_call(&r) && r.cqe.val[2] == sizeof(got))
 		st->priority = got.priority;
 }
 
@@ -84,6 +84,8 @@ static CUresult get_attr(CUstream h, bool ptds, CUstreamAttrID id, CUstreamAttrV
 	r.reply = &v;
 	r.reply_cap = sizeof(v);
 	rc = vgpu_call(&r);
+	if (!rc && r.cqe.val[2] != sizeof(v))
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered no value */
 	if (!rc)
 		memcpy(out, &v, sizeof(v));
 	return rc;
