@@ -91,6 +91,10 @@ static int drain(struct ckpt_run *r)
 	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);
+	if (streamops_gpu_stalled(w))
+		return fail(r, -ETIMEDOUT, "session %llu is stalled on its GPU work (a stream wait "
+			    "on a value not written); not checkpointed",
+			    (unsigned long long)w->session_id);
 	obj_for_each(&w->ctxs, i, e) {
 		CUresult rc = w->B.cuCtxSetCurrent(e->obj);
 

@@ -17,8 +17,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "barrier.h"
+#include "clock.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -152,6 +154,8 @@ static enum op_status op_ctx_event(struct worker *w, struct op_call *call)
 }
 
 /* ---- waits on the host backend ------------------------------------------- */
+
+static bool gpu_waits;	/* a wait went to the cuda backend (streamops_gpu_stalled) */
 
 /*
  * Entries taken out of the ring while a wait did not hold, in ring order,
@@ -384,6 +388,7 @@ static enum op_status run_waiting(struct worker *w, struct op_call *call,
 
 	if (w->B.kind != VGPU_BACKEND_HOST) {
 		call->cqe->result = fn(w, call, arg);
+		gpu_waits |= !call->cqe->result;
 		return OP_DONE;
 	}
 	/* A wait run from the held entries looks at the rest of them first. */
@@ -403,6 +408,40 @@ static enum op_status run_waiting(struct worker *w, struct op_call *call,
 	if (outermost)
 		drain(w);
 	return OP_LATER;
+}
+
+/*
+ * A stream wait on the GPU that nothing satisfies holds its stream for
+ * ever, and a checkpoint's drain (cuCtxSynchronize) with it. Once the
+ * session has queued a wait, a drain first records an event on each context
+ * and gives it cfg.order_wait_ms to complete (or the client to die).
+ */
+
+bool streamops_gpu_stalled(struct worker *w)
+{
+	uint64_t end = vgpu_now_ns() + (uint64_t)w->cfg.order_wait_ms * 1000000;
+	struct obj_entry *e;
+	CUevent ev;
+	uint32_t i;
+	bool stalled = false;
+
+	if (!gpu_waits || w->B.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING))
+		return false;
+	obj_for_each(&w->ctxs, i, e) {
+		if (w->B.cuCtxSetCurrent(e->obj) || w->B.cuCtxRecordEvent(e->obj, ev))
+			continue;	/* the drain reports the context */
+		while (w->B.cuEventQuery(ev) == CUDA_ERROR_NOT_READY && !stalled) {
+			if (vgpu_now_ns() >= end || worker_client_gone(w))
+				stalled = true;
+			else
+				usleep(1000);
+		}
+		if (stalled)
+			break;
+	}
+	w->cur_ctx = 0;
+	w->B.cuEventDestroy_v2(ev);
+	return stalled;
 }
 
 /* ---- write and wait on a word -------------------------------------------- */

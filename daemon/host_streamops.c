@@ -300,9 +300,11 @@ static CUresult wait_word(CUstream h, CUdeviceptr addr, uint64_t v, unsigned siz
 	CUresult r;
 	int ok;
 
-	/* No remote writes to flush on this device (CAN_FLUSH_REMOTE_WRITES 0). */
-	if (cond > CU_STREAM_WAIT_VALUE_NOR || (flags & CU_STREAM_WAIT_VALUE_FLUSH))
+	if (cond > CU_STREAM_WAIT_VALUE_NOR)
 		return host_check_init() ? host_check_init() : CUDA_ERROR_INVALID_VALUE;
+	/* No remote writes to flush on this device (CAN_FLUSH_REMOTE_WRITES 0). */
+	if (flags & CU_STREAM_WAIT_VALUE_FLUSH)
+		return host_check_init() ? host_check_init() : CUDA_ERROR_NOT_SUPPORTED;
 	r = word_check(h, addr, size, HOST_READ);
 	if (r)
 		return r;
@@ -329,9 +331,10 @@ static CUresult batch_check(const CUstreamBatchMemOpParams *p)
 	case CU_STREAM_MEM_OP_WAIT_VALUE_32:
 	case CU_STREAM_MEM_OP_WAIT_VALUE_64:
 		if ((p->waitValue.flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) >
-			    CU_STREAM_WAIT_VALUE_NOR ||
-		    (p->waitValue.flags & CU_STREAM_WAIT_VALUE_FLUSH))
+		    CU_STREAM_WAIT_VALUE_NOR)
 			return CUDA_ERROR_INVALID_VALUE;
+		if (p->waitValue.flags & CU_STREAM_WAIT_VALUE_FLUSH)
+			return CUDA_ERROR_NOT_SUPPORTED;
 		return word_check(NULL, p->waitValue.address,
 				  p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8, HOST_READ);
 	case CU_STREAM_MEM_OP_WRITE_VALUE_32:
@@ -344,7 +347,10 @@ static CUresult batch_check(const CUstreamBatchMemOpParams *p)
 	case CU_STREAM_MEM_OP_BARRIER:
 		return p->memoryBarrier.flags > CU_STREAM_MEMORY_BARRIER_TYPE_GPU
 			       ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-	default:	/* FLUSH_REMOTE_WRITES: not on this device */
+	case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:	/* not on this device */
+		return p->flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE
+						  : CUDA_ERROR_NOT_SUPPORTED;
+	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 }

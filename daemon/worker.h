@@ -205,6 +205,10 @@ void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c);
 /* st is capturing: pageable copies are refused (exec_graph.c). */
 bool worker_capturing(struct worker *w, CUstream st);
 
+/* exec_streamops.c: a stream wait queued on the GPU keeps the session's work
+ * from completing within cfg.order_wait_ms (or the client is gone). */
+bool streamops_gpu_stalled(struct worker *w);
+
 /* waiter.c: finish a reply once GPU work is done, off the main thread. */
 int waiter_start(struct worker *w);
 /* A wait is queued or being answered. */
