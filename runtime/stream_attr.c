@@ -119,9 +119,9 @@ static CUresult copy_attrs(CUstream dst, CUstream src, bool ptds)
 		rc = vgpu_stream_resolve(src, ptds, &sctx, &sid);
 	if (rc)
 		return rc;
-	/* The worker's driver sees one context's streams at a time. */
+	/* "Both streams must have the same context" (INVALID_VALUE otherwise). */
 	if (sctx != dctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_call5(VGPU_OP_STREAM_COPY_ATTRS, dctx->id, did, sid, 0, 0, 0, 0, &cqe);
 	if (!rc)
 		refresh_priority(st, dctx, did);
