@@ -431,7 +431,25 @@ static const uint32_t saved_stream_attrs[] = {
 };
 #define NSAVED (sizeof(saved_stream_attrs) / sizeof(saved_stream_attrs[0]))
 
-/* Each stream's attributes, as its driver holds them (streamops). */
+/* The saved attributes of stream st (NULL: the current context's NULL
+ * stream) into a[*n...]. */
+static void stream_attrs_of(struct worker *w, CUstream st, uint32_t handle, uint32_t ctx,
+			    struct vgpu_ckpt_stream_attr *a, size_t *n)
+{
+	for (size_t k = 0; k < NSAVED; k++) {
+		CUstreamAttrValue v;
+
+		memset(&v, 0, sizeof(v));	/* the driver fills one member */
+		if (w->B.cuStreamGetAttribute(st, (CUstreamAttrID)saved_stream_attrs[k], &v))
+			continue;	/* one this driver does not keep */
+		a[*n] = (struct vgpu_ckpt_stream_attr){ .handle = handle, .ctx = ctx,
+							.attr = saved_stream_attrs[k] };
+		memcpy(a[(*n)++].value, &v, sizeof(a->value));
+	}
+}
+
+/* Each stream's attributes and each NULL stream's, as the driver holds
+ * them (streamops). */
 static int write_stream_attrs(struct ckpt_run *r)
 {
 	struct worker *w = r->w;
@@ -443,21 +461,18 @@ static int write_stream_attrs(struct ckpt_run *r)
 
 	obj_for_each(&w->streams, i, e)
 		n++;
+	obj_for_each(&w->ctxs, i, e)
+		n++;
 	a = calloc(n * NSAVED + 1, sizeof(*a));
 	if (!a)
 		return fail(r, -ENOMEM, "out of memory listing stream attributes");
 	n = 0;
-	obj_for_each(&w->streams, i, e) {
-		for (size_t k = 0; k < NSAVED; k++) {
-			CUstreamAttrValue v;
-
-			if (w->B.cuStreamGetAttribute(e->obj, (CUstreamAttrID)saved_stream_attrs[k], &v))
-				continue;	/* one this driver does not keep */
-			a[n] = (struct vgpu_ckpt_stream_attr){ .handle = i,
-							       .attr = saved_stream_attrs[k] };
-			memcpy(a[n++].value, &v, sizeof(a->value));
-		}
-	}
+	obj_for_each(&w->streams, i, e)
+		stream_attrs_of(w, e->obj, i, 0, a, &n);
+	obj_for_each(&w->ctxs, i, e)
+		if (!w->B.cuCtxSetCurrent(e->obj))
+			stream_attrs_of(w, NULL, 0, i, a, &n);
+	w->cur_ctx = 0;		/* the next entry sets its own context again */
 	ret = table(r, VGPU_CKPT_SEC_STREAM_ATTRS, 0, a, n, sizeof(*a), NULL, 0);
 	free(a);
 	return ret;

@@ -713,22 +713,27 @@ static int stream_attrs(struct rebuild *b)
 		return 0;	/* written before streams kept attributes */
 	ret = read_table(b, VGPU_CKPT_SEC_STREAM_ATTRS, 0, sizeof(*a), (void **)&a, &n, &off, NULL);
 	for (size_t k = 0; !ret && k < n; k++) {
-		struct obj_entry *e = a[k].handle <= UINT32_MAX ? obj_get(&w->streams,
-									 (uint32_t)a[k].handle)
-								: NULL;
-		CUstreamAttrValue v;
+		struct obj_entry *e = a[k].handle && a[k].handle <= UINT32_MAX
+					      ? obj_get(&w->streams, (uint32_t)a[k].handle) : NULL;
+		CUstream st = e ? e->obj : NULL;
+		CUstreamAttrValue v, now;
 		CUresult rc;
 
-		if (!e || a[k].attr > INT32_MAX) {
+		if ((a[k].handle && !e) || a[k].attr > INT32_MAX) {
 			ret = fail(b, -EBADMSG, "attribute %u of stream %llu: no such stream",
 				   a[k].attr, (unsigned long long)a[k].handle);
 			break;
 		}
-		ret = use_ctx(b, e->aux);
+		ret = use_ctx(b, e ? e->aux : a[k].ctx);
 		if (ret)
 			break;
 		memcpy(&v, a[k].value, sizeof(v));
-		rc = w->B.cuStreamSetAttribute(e->obj, (CUstreamAttrID)a[k].attr, &v);
+		memset(&now, 0, sizeof(now));	/* as the checkpoint read it */
+		/* A NULL stream is set only where the program changed it. */
+		if (!e && !w->B.cuStreamGetAttribute(NULL, (CUstreamAttrID)a[k].attr, &now) &&
+		    !memcmp(&now, &v, sizeof(v)))
+			continue;
+		rc = w->B.cuStreamSetAttribute(st, (CUstreamAttrID)a[k].attr, &v);
 		if (rc)
 			ret = fail(b, -EIO, "attribute %u of stream %llu cannot be set again "
 				   "(CUDA error %d)", a[k].attr, (unsigned long long)a[k].handle, rc);

@@ -207,12 +207,14 @@ struct vgpu_ckpt_stream {
 };
 
 /* One attribute of one stream (CUstreamAttrID, the value as the driver
- * gave it: a CUstreamAttrValue). Written for every stream; a file without
- * the section restores streams with the driver's defaults. */
+ * gave it: a CUstreamAttrValue). Written for every stream and for each
+ * context's NULL stream; a restore sets a NULL stream's only where it
+ * differs from the driver's default. A file without the section restores
+ * streams with the driver's defaults. */
 struct vgpu_ckpt_stream_attr {
-	uint64_t handle;	/* the stream */
+	uint64_t handle;	/* the stream; 0: the NULL stream of ctx */
 	uint32_t attr;		/* CUstreamAttrID */
-	uint32_t reserved;
+	uint32_t ctx;		/* handle 0: the context's id */
 	uint8_t value[64];
 };
 

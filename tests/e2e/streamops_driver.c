@@ -11,7 +11,8 @@
  * the GPU suite compares it with a native run's); exit 0 pass, 1 fail.
  *
  *   streamops_driver              the checks
- *   streamops_driver ckpt GOFILE  set attributes on a stream, print "ready",
+ *   streamops_driver ckpt GOFILE  set attributes on a stream and the NULL
+ *                                 stream's sync policy, print "ready",
  *                                 wait for GOFILE (the session is suspended
  *                                 and restored meanwhile), check them again
  *   streamops_driver stall        a stream waits on a word nothing writes;
@@ -437,14 +438,20 @@ static void profiler(void)
 
 static int ckpt(CUstream s, CUdeviceptr win, const char *go)
 {
+	CUstreamAttrValue v = { .syncPolicy = CU_SYNC_POLICY_YIELD };
 	CUresult rc = set_all(s, win);
 
+	if (!rc)
+		rc = set_attr(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v);
 	expect(!rc, "attributes set before the checkpoint", rc);
 	printf("ready\n");
 	fflush(stdout);
 	for (int i = 0; i < 1200 && access(go, F_OK); i++)
 		sleep_ms(100);
 	expect(has_all(s, win, &rc, true), "attributes the same after the restore", rc);
+	memset(&v, 0, sizeof(v));
+	rc = cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v);
+	expect(!rc && v.syncPolicy == CU_SYNC_POLICY_YIELD, "and the NULL stream's", rc);
 	rc = cuStreamSynchronize(s);
 	expect(!rc, "the stream works after the restore", rc);
 	printf("streamops_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
