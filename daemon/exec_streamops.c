@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Stream attributes, stream memory operations (write and wait on a word,
- * batches of them), context-wide event record and wait, and prefetch. Every address the client names must be its own memory (device
- * window, host pool, module globals: worker_addr_ok), since the driver
- * would otherwise write, or make the GPU watch, anything the worker maps.
+ * batches of them), context-wide event record and wait, and prefetch.
+ * Every address the client names must be its own memory (device window,
+ * host pool, module globals: worker_addr_ok), since the driver would
+ * otherwise write, or make the GPU watch, anything the worker maps.
  *
  * Waits on the host backend: its streams run everything at once, so a wait
  * whose word is written by later work on another stream must run that work
@@ -189,6 +190,7 @@ struct stream_wait {
 	uint32_t streams[BLOCK_MAX], nstreams;
 	uint32_t events[BLOCK_MAX], nevents;
 	bool legacy;		/* a legacy-stream entry is held: blocking streams wait */
+	bool destroys;		/* a held entry destroys a stream or event */
 	bool overflow;		/* too much to track: nothing more passes */
 	unsigned int us;	/* next sleep */
 };
@@ -211,18 +213,34 @@ static void add(struct stream_wait *sw, uint32_t *v, uint32_t *n, uint32_t x)
 		v[(*n)++] = x;
 }
 
-/* Calls on no stream that order nothing: object creation and queries. */
-static bool unordered(uint16_t op)
+static bool held_event(const struct stream_wait *sw, uint64_t id)
 {
-	switch (op) {
-	case VGPU_OP_STREAM_CREATE:
-	case VGPU_OP_EVENT_CREATE:
+	return sw->overflow || id > UINT32_MAX || listed(sw->events, sw->nevents, (uint32_t)id);
+}
+
+/*
+ * Calls on no stream that CUDA orders after nothing: allocations, queries,
+ * creating a stream or event (unless a held entry destroys one, whose id
+ * the creation may take again), and a look at an event that no held entry
+ * records.
+ */
+static bool unordered(const struct stream_wait *sw, const struct vgpu_sqe *s)
+{
+	switch (s->opcode) {
 	case VGPU_OP_MEM_ALLOC:
 	case VGPU_OP_MEM_ALLOC_PITCH:
 	case VGPU_OP_HOST_ALLOC:
 	case VGPU_OP_MEM_GET_RANGE:
 	case VGPU_OP_MEM_GET_INFO:
 		return true;
+	case VGPU_OP_STREAM_CREATE:
+	case VGPU_OP_EVENT_CREATE:
+		return !sw->destroys;
+	case VGPU_OP_EVENT_QUERY:
+	case VGPU_OP_EVENT_SYNCHRONIZE:
+		return !held_event(sw, s->arg[0]);
+	case VGPU_OP_EVENT_ELAPSED:
+		return !held_event(sw, s->arg[0]) && !held_event(sw, s->arg[1]);
 	default:
 		return false;
 	}
@@ -248,7 +266,7 @@ static bool may_pass(struct stream_wait *sw, const struct vgpu_sqe *s)
 	bool pass;
 
 	if (!s->stream)
-		pass = unordered(s->opcode);
+		pass = unordered(sw, s);
 	else if (sw->overflow || listed(sw->streams, sw->nstreams, s->stream))
 		pass = false;
 	else if (sw->legacy && blocking_stream(w, s->stream))
@@ -256,7 +274,7 @@ static bool may_pass(struct stream_wait *sw, const struct vgpu_sqe *s)
 	else if (s->opcode == VGPU_OP_STREAM_WAIT_VALUE || s->opcode == VGPU_OP_STREAM_BATCH_MEMOP)
 		pass = false;
 	else if (s->opcode == VGPU_OP_STREAM_WAIT_EVENT)
-		pass = !listed(sw->events, sw->nevents, (uint32_t)s->arg[0]) && s->arg[0] <= UINT32_MAX;
+		pass = !held_event(sw, s->arg[0]);
 	else
 		pass = true;
 	if (pass)
@@ -267,6 +285,8 @@ static bool may_pass(struct stream_wait *sw, const struct vgpu_sqe *s)
 		add(sw, sw->streams, &sw->nstreams, s->stream);
 	if (s->opcode == VGPU_OP_EVENT_RECORD || s->opcode == VGPU_OP_CTX_RECORD_EVENT)
 		add(sw, sw->events, &sw->nevents, (uint32_t)s->arg[0]);
+	if (s->opcode == VGPU_OP_STREAM_DESTROY || s->opcode == VGPU_OP_EVENT_DESTROY)
+		sw->destroys = true;
 	return false;
 }
 

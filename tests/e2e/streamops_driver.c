@@ -234,6 +234,48 @@ static CUresult read_word(CUdeviceptr p, uint64_t *out, size_t size)
 	return cuMemcpyDtoH(out, p, size);
 }
 
+static CUresult order_through_event(CUstream s1, CUstream s2, CUdeviceptr flag,
+				    CUdeviceptr data, uint32_t *pinned)
+{
+	CUevent before, after;
+	CUstream s3;
+	CUresult rc = cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING);
+
+	if (!rc)
+		rc = cuEventCreate(&before, CU_EVENT_DISABLE_TIMING);
+	if (!rc)
+		rc = cuEventCreate(&after, CU_EVENT_DISABLE_TIMING);
+	if (!rc)
+		rc = cuMemsetD32(flag, 0, 1);
+	if (!rc)
+		rc = cuMemsetD32(data + 64, 0, 1);
+	pinned[2] = 0;
+	if (!rc)
+		rc = cuEventRecord(before, s2);
+	if (!rc)
+		rc = cuStreamWaitValue32(s1, flag, 1, CU_STREAM_WAIT_VALUE_EQ);
+	if (!rc)
+		rc = cuMemsetD32Async(data + 64, 0x77, 1, s1);
+	if (!rc)
+		rc = cuEventRecord(after, s1);
+	if (!rc)
+		rc = cuStreamWaitEvent(s3, after, 0);
+	if (!rc)
+		rc = cuMemcpyDtoHAsync(&pinned[2], data + 64, 4, s3);
+	if (!rc)
+		rc = cuEventSynchronize(before);
+	if (!rc)
+		rc = cuLaunchHostFunc(s2, slow, NULL);
+	if (!rc)
+		rc = cuStreamWriteValue32(s2, flag, 1, 0);
+	if (!rc)
+		rc = cuStreamSynchronize(s3);
+	cuEventDestroy(before);
+	cuEventDestroy(after);
+	cuStreamDestroy(s3);
+	return rc;
+}
+
 static void write_wait(CUstream s1, CUstream s2, CUdeviceptr flag, CUdeviceptr data,
 		       uint32_t *pinned, CUdeviceptr pinned_dev)
 {
@@ -261,6 +303,14 @@ static void write_wait(CUstream s1, CUstream s2, CUdeviceptr flag, CUdeviceptr d
 		rc = cuStreamSynchronize(s1);
 	expect(!rc && pinned[1] == 0xC0FFEE,
 	       "a waiter goes on once another stream writes, after that stream's work", rc);
+
+	/* Through an event: a third stream waits on an event the waiter
+	 * records after its wait; an event recorded before is synchronized
+	 * with meanwhile, from this same thread. */
+	if (!rc)
+		rc = order_through_event(s1, s2, flag, data, pinned);
+	expect(!rc && pinned[2] == 0x77,
+	       "a stream waiting on the waiter's event goes on after the write too", rc);
 
 	/* 64-bit, equality, written later on the other stream. */
 	if (!rc)
