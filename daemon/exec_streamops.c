@@ -441,26 +441,29 @@ bool streamops_gpu_stalled(struct worker *w)
 {
 	uint64_t end = vgpu_now_ns() + (uint64_t)w->cfg.order_wait_ms * 1000000;
 	struct obj_entry *e;
-	CUevent ev;
-	uint32_t i;
 	bool stalled = false;
+	uint32_t i;
 
-	if (!gpu_waits || w->B.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING))
+	if (!gpu_waits)
 		return false;
 	obj_for_each(&w->ctxs, i, e) {
-		if (w->B.cuCtxSetCurrent(e->obj) || w->B.cuCtxRecordEvent(e->obj, ev))
+		CUevent ev;
+
+		/* The event must be the context's own. */
+		if (w->B.cuCtxSetCurrent(e->obj) || w->B.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING))
 			continue;	/* the drain reports the context */
-		while (w->B.cuEventQuery(ev) == CUDA_ERROR_NOT_READY && !stalled) {
-			if (vgpu_now_ns() >= end || worker_client_gone(w))
-				stalled = true;
-			else
-				usleep(1000);
-		}
+		if (!w->B.cuCtxRecordEvent(e->obj, ev))
+			while (w->B.cuEventQuery(ev) == CUDA_ERROR_NOT_READY && !stalled) {
+				if (vgpu_now_ns() >= end || worker_client_gone(w))
+					stalled = true;
+				else
+					usleep(1000);
+			}
+		w->B.cuEventDestroy_v2(ev);
 		if (stalled)
 			break;
 	}
-	w->cur_ctx = 0;
-	w->B.cuEventDestroy_v2(ev);
+	w->cur_ctx = 0;		/* the next entry sets its own context again */
 	return stalled;
 }
 
