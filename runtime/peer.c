@@ -5,7 +5,8 @@
  * own peer), so enabling it fails the way the driver fails a pair that
  * cannot access each other, CUDA_ERROR_INVALID_DEVICE, and disabling it
  * finds it never enabled. The context and flag checks come first, as the
- * driver's do.
+ * driver's do. Between two devices of a session the atomic capabilities
+ * of the link are none, as cuDeviceGetP2PAttribute answers 0 (device.c).
  */
 #include "driver.h"
 #include "handles.h"
@@ -41,4 +42,29 @@ VGPU_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
 	CUresult rc = peer_pair(peerContext);
 
 	return rc ? rc : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
+
+/* The driver: INVALID_DEVICE for a bad device or one device twice, then
+ * INVALID_VALUE for NULL arrays, no operations or an unknown one. */
+VGPU_EXPORT CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int *capabilities,
+						      const CUatomicOperation *operations,
+						      unsigned int count, CUdevice srcDevice,
+						      CUdevice dstDevice)
+{
+	const struct vgpu_device_info *d;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (vgpu_device_info(srcDevice, &d) || vgpu_device_info(dstDevice, &d) ||
+	    srcDevice == dstDevice)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!capabilities || !operations || !count)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < count; i++)
+		if ((unsigned int)operations[i] >= CU_ATOMIC_OPERATION_MAX)
+			return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < count; i++)
+		capabilities[i] = 0;
+	return CUDA_SUCCESS;
 }

@@ -462,6 +462,13 @@ static void peers(CUcontext ctx, CUdevice dev)
 	expect(rc == CUDA_ERROR_INVALID_DEVICE, "an unknown peer device is refused", rc);
 	rc = cuDeviceGetP2PAttribute(&v, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, dev, dev);
 	expect(rc == CUDA_ERROR_INVALID_DEVICE, "P2P attributes of one device are refused", rc);
+	{
+		CUatomicOperation op = CU_ATOMIC_OPERATION_INTEGER_ADD;
+		unsigned int caps = 7;
+
+		rc = cuDeviceGetP2PAtomicCapabilities(&caps, &op, 1, dev, dev);
+		expect(rc == CUDA_ERROR_INVALID_DEVICE, "P2P atomics of one device are refused", rc);
+	}
 	rc = cuCtxEnablePeerAccess(ctx, 0);
 	printf("     peer access to its own context: %s\n", name(rc));
 	expect(rc != CUDA_SUCCESS, "peer access to a context of the same device is refused", rc);
