@@ -107,7 +107,7 @@ unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
 
 $(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/kmod.c common/log.c)
 $(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
-	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/dark_api.c runtime/dark_cls.c runtime/dark_integrity.c runtime/dark_tools.c) \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,$(wildcard runtime/dark_*.c)) \
 	$(call obj,common/log.c)
 $(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
 $(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/ids.o $(call obj,common/log.c)

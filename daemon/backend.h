@@ -89,6 +89,11 @@
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	X(cuOccupancyMaxActiveClusters) \
+	X(cuModuleGetFunctionCount) \
+	X(cuModuleEnumerateFunctions) \
+	X(cuFuncGetName) \
+	X(cuOccupancyMaxPotentialClusterSize) \
+	X(cuGetExportTable) \
 	X(cuStreamGetAttribute) \
 	X(cuStreamSetAttribute) \
 	X(cuStreamCopyAttributes) \

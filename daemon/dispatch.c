@@ -27,6 +27,7 @@ void dispatch_init(void)
 	add(exec_module_ops);
 	add(exec_graph_ops);
 	add(exec_bulk_ops);
+	add(exec_tables_ops);
 	add(exec_streamops_ops);
 }
 

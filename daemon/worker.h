@@ -126,6 +126,7 @@ extern const struct op_desc exec_stream_ops[];
 extern const struct op_desc exec_module_ops[];
 extern const struct op_desc exec_bulk_ops[];
 extern const struct op_desc exec_graph_ops[];
+extern const struct op_desc exec_tables_ops[];
 extern const struct op_desc exec_streamops_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst

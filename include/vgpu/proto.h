@@ -349,6 +349,21 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
 	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
+	/* hidden tables and what they need (runtime/dark_*.c, exec_tables.c) */
+	VGPU_OP_MODULE_FUNCTION_NAMES = 0xB0, /* arg0 module id, arg1 first index;
+					 * R: val0 functions in all, val1 names
+					 * here (NUL-terminated, in order) */
+	VGPU_OP_DRIVER_EXPORT_TABLE,	/* P: 16-byte table id (raw); R: val0 the
+					 * driver's size word (slot 0), val1 1
+					 * when slot 0 is no size; result: the
+					 * backend's cuGetExportTable answer */
+	VGPU_OP_OCCUPANCY_CLUSTER_SIZE,	/* arg0 function id, arg1 grid xyz, arg2 block
+					 * xyz, arg3 dyn smem, arg4 cluster
+					 * scheduling policy (0: none given);
+					 * R: val0 cluster size */
+	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
+					 * R: val0 TPCs, slot: val0 vGPC ids
+					 * then val0 mTPC ids */
 	/* stream attributes, stream memory operations, context events, prefetch
 	 * (streamops) */
 	VGPU_OP_STREAM_SET_ATTR = 0xE0,	/* sqe.stream, arg0 CUstreamAttrID;

@@ -473,10 +473,62 @@ static __attribute__((noreturn)) void chatter(void)
 		pause();
 }
 
+/* ---- tables: the hidden tables' operations, bad entries (exec_tables.c) -- */
+
+static int tables(void)
+{
+	static const uint8_t cluster_id[16] = { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45,
+						0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca };
+	const uint64_t buf = setup(4096);
+	struct vgpu_cqe c;
+
+	c = call(VGPU_OP_MODULE_FUNCTION_NAMES, 12345, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "function names of a module never loaded");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, cluster_id, 15);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a driver table id of 15 bytes");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a driver table id of no bytes");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, cluster_id, 16);
+	check(c.result == CUDA_SUCCESS || c.result == CUDA_ERROR_NOT_FOUND,
+	      "ClusterPrototype: the driver's (cuda) or none at all (host)", c.result);
+	c = call(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, 777, 1 | 1ull << 31 | 1ull << 47,
+		 128 | 1ull << 31 | 1ull << 47, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "largest cluster of a function never looked up");
+	c = call(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, 777, 1 | 1ull << 31 | 1ull << 47,
+		 128 | 1ull << 31 | 1ull << 47, 0, 99, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "largest cluster with scheduling policy 99");
+	c = call(VGPU_OP_TPC_MAPPING, 1u << 20, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "TPC mapping of device 2^20");
+	c = call(VGPU_OP_TPC_MAPPING, UINT64_MAX, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "TPC mapping of device 2^64 - 1");
+	c = call(VGPU_OP_TPC_MAPPING, 0, 0, 0, 0, 0, NULL, 0);
+	check(c.result == CUDA_SUCCESS ? c.val[0] > 0 && c.val[2] == 2 * c.val[0]
+				       : c.result == CUDA_ERROR_NOT_SUPPORTED,
+	      "TPC mapping of device 0: two arrays (cuda) or NOT_SUPPORTED (host)", c.result);
+	{
+		/* Untagged: no reply slot to write the names or arrays into. */
+		struct vgpu_sqe s = { .opcode = VGPU_OP_TPC_MAPPING, .ctx = CTX };
+
+		if (!submit(&s, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+		s.opcode = VGPU_OP_MODULE_FUNCTION_NAMES;
+		if (!submit(&s, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+	}
+	/* Refused, as asynchronous errors are reported: at the next answer. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "untagged: refused, said at the next answer");
+	/* The worker serves on. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	printf("tables: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter|callback|streamops");
+		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|streamops");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -490,5 +542,7 @@ int main(int argc, char **argv)
 		chatter();
 	if (!strcmp(argv[1], "callback"))
 		callback();
-	die("usage: rawclient stuck|stall|bad|chatter|callback|streamops");
+	if (!strcmp(argv[1], "tables"))
+		return tables();
+	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|streamops");
 }
