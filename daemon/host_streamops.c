@@ -35,14 +35,17 @@ void host_stream_attrs_init(struct host_stream_attrs *a)
 	a->domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
 }
 
-/* The attributes of h (and its priority, NULL for the NULL stream); under host.lock. */
-static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio)
+/* The attributes of h, its priority (NULL for the NULL stream) and its
+ * context; under host.lock. */
+static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
+			 struct host_ctx **owner)
 {
 	struct host_ctx *ctx = NULL;
 	CUresult r = host_stream_ctx(h, &ctx);
 
 	if (r)
 		return r;
+	*owner = ctx;
 	*prio = NULL;
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
 		/* Zero is no valid policy: the context's NULL stream is new. */
@@ -79,13 +82,14 @@ static CUresult window_ok(const CUaccessPolicyWindow *w)
 CUresult host_cuStreamSetAttribute(CUstream h, CUstreamAttrID id, const CUstreamAttrValue *v)
 {
 	struct host_stream_attrs *a;
+	struct host_ctx *ctx;
 	int *prio;
 	CUresult r;
 
 	if (!v)
 		return host_check_init() ? host_check_init() : CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&host.lock);
-	r = attrs_of(h, &a, &prio);
+	r = attrs_of(h, &a, &prio, &ctx);
 	if (r)
 		goto out;
 	switch (id) {
@@ -135,13 +139,14 @@ out:
 CUresult host_cuStreamGetAttribute(CUstream h, CUstreamAttrID id, CUstreamAttrValue *v)
 {
 	struct host_stream_attrs *a;
+	struct host_ctx *ctx;
 	int *prio;
 	CUresult r;
 
 	if (!v)
 		return host_check_init() ? host_check_init() : CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&host.lock);
-	r = attrs_of(h, &a, &prio);
+	r = attrs_of(h, &a, &prio, &ctx);
 	if (r)
 		goto out;
 	memset(v, 0, sizeof(*v));
@@ -172,13 +177,17 @@ out:
 CUresult host_cuStreamCopyAttributes(CUstream dst, CUstream src)
 {
 	struct host_stream_attrs *d, *s;
+	struct host_ctx *dc, *sc;
 	int *dp, *sp;
 	CUresult r;
 
 	pthread_mutex_lock(&host.lock);
-	r = attrs_of(dst, &d, &dp);
+	r = attrs_of(dst, &d, &dp, &dc);
 	if (!r)
-		r = attrs_of(src, &s, &sp);
+		r = attrs_of(src, &s, &sp, &sc);
+	/* "Both streams must have the same context." */
+	if (!r && dc != sc)
+		r = CUDA_ERROR_INVALID_VALUE;
 	if (!r) {
 		*d = *s;
 		if (dp)

@@ -242,6 +242,23 @@ static void test_rest(CUcontext ctx, CUstream s, CUdeviceptr p)
 	EXPECT(CUDA_ERROR_INVALID_HANDLE, b.cuCtxRecordEvent(ctx, ev), "record a destroyed event");
 }
 
+static void test_two_contexts(CUcontext ctx, CUstream s)
+{
+	CUcontext other;
+	CUstream o;
+	CUevent ev;
+
+	EXPECT(CUDA_SUCCESS, b.cuCtxCreate_v4(&other, NULL, 0, 0), "a second context");
+	EXPECT(CUDA_SUCCESS, b.cuStreamCreateWithPriority(&o, 0, 0), "a stream in it");
+	EXPECT(CUDA_SUCCESS, b.cuEventCreate(&ev, 0), "an event in it");
+	EXPECT(CUDA_SUCCESS, b.cuCtxSetCurrent(ctx), "back to the first");
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamCopyAttributes(s, o),
+	       "attributes copied across contexts");
+	EXPECT(CUDA_ERROR_INVALID_HANDLE, b.cuCtxRecordEvent(ctx, ev),
+	       "a context records another's event");
+	EXPECT(CUDA_SUCCESS, b.cuCtxDestroy_v2(other), "the second context goes");
+}
+
 int main(void)
 {
 	CUcontext ctx;
@@ -260,6 +277,7 @@ int main(void)
 	test_words(s, p);
 	test_batches(s, p);
 	test_rest(ctx, s, p);
+	test_two_contexts(ctx, s);
 	EXPECT(CUDA_SUCCESS, b.cuStreamDestroy_v2(s), "destroy the stream");
 	EXPECT(CUDA_ERROR_INVALID_HANDLE,
 	       b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &(CUstreamAttrValue){ 0 }),
