@@ -124,6 +124,9 @@ enum {
 	VGPU_CKPT_SEC_CLIENT,		/* one struct vgpu_ckpt_client */
 	VGPU_CKPT_SEC_DIGESTS,		/* struct vgpu_ckpt_digest records */
 	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
+
+	/* streamops */
+	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -201,6 +204,18 @@ struct vgpu_ckpt_stream {
 	int32_t priority;
 	uint32_t device;
 	uint32_t reserved[3];
+};
+
+/* One attribute of one stream (CUstreamAttrID, the value as the driver
+ * gave it: a CUstreamAttrValue). Written for every stream and for each
+ * context's NULL stream; a restore sets a NULL stream's only where it
+ * differs from the driver's default. A file without the section restores
+ * streams with the driver's defaults. */
+struct vgpu_ckpt_stream_attr {
+	uint64_t handle;	/* the stream; 0: the NULL stream of ctx */
+	uint32_t attr;		/* CUstreamAttrID */
+	uint32_t ctx;		/* handle 0: the context's id */
+	uint8_t value[64];
 };
 
 struct vgpu_ckpt_event {
@@ -284,6 +299,7 @@ _Static_assert(sizeof(struct vgpu_ckpt_global) == 40, "global record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_function) == 32, "function record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_stream) == 32, "stream record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_event) == 24, "event record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_stream_attr) == 80, "stream attribute record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");

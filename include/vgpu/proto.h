@@ -364,6 +364,23 @@ enum vgpu_op {
 	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
 					 * R: val0 TPCs, slot: val0 vGPC ids
 					 * then val0 mTPC ids */
+	/* stream attributes, stream memory operations, context events, prefetch
+	 * (streamops) */
+	VGPU_OP_STREAM_SET_ATTR = 0xE0,	/* sqe.stream, arg0 CUstreamAttrID;
+					 * P: CUstreamAttrValue (64 bytes) */
+	VGPU_OP_STREAM_GET_ATTR,	/* sqe.stream, arg0 CUstreamAttrID; R: slot holds the value */
+	VGPU_OP_STREAM_COPY_ATTRS,	/* sqe.stream destination, arg0 source stream id */
+	VGPU_OP_CTX_RECORD_EVENT,	/* arg0 event id */
+	VGPU_OP_CTX_WAIT_EVENT,		/* arg0 event id */
+	VGPU_OP_STREAM_WRITE_VALUE,	/* sqe.stream, arg0 address, arg1 value, arg2 flags,
+					 * arg3 bytes (4 or 8) */
+	VGPU_OP_STREAM_WAIT_VALUE,	/* sqe.stream, arg0 address, arg1 value, arg2 flags,
+					 * arg3 bytes (4 or 8) */
+	VGPU_OP_STREAM_BATCH_MEMOP,	/* sqe.stream, arg0 count, arg1 flags;
+					 * P: CUstreamBatchMemOpParams[count] */
+	VGPU_OP_MEM_PREFETCH,		/* sqe.stream, arg0 address, arg1 bytes,
+					 * arg2 CUmemLocationType, arg3 location id, arg4 flags */
+
 	/* libraries' helpers: tensor maps, device resources, JIT linking */
 	VGPU_OP_TENSOR_MAP_ENCODE = 0xF0,	/* P: struct vgpu_tensor_map_req;
 					 * R: slot holds the 128-byte CUtensorMap */
@@ -400,7 +417,7 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_ADD_DEPENDENCIES,	/* arg0 graph id, arg1 edges; P: u32 from[arg1],
 					 * then u32 to[arg1] (node ids) */
 
-	VGPU_OP_MAX
+	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
 
 /* Three 21-bit dimensions packed in one u64 (CUDA limits fit: 2^31-1 for

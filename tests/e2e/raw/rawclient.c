@@ -18,6 +18,10 @@
  *   rawclient chatter  sends a message on its socket after the welcome
  *                      (nothing is to come there), makes a call, prints
  *                      "chattered" and sleeps until killed
+ *   rawclient streamops stream attribute, write/wait value, batch and
+ *                      prefetch entries with bad sizes or addresses outside
+ *                      the session's memory: each refused, the worker
+ *                      serving on afterwards
  *
  * The daemon's socket: $VGPU_SOCKET (vgpu run --socket sets it). Exit 0
  * pass, 1 fail, 2 could not talk to the daemon.
@@ -356,6 +360,84 @@ static int bad(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- streamops: stream attribute, memop and prefetch entries --------- */
+
+static struct vgpu_cqe on_stream(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2,
+				 uint64_t a3, uint64_t a4, const void *payload, uint32_t len)
+{
+	struct vgpu_sqe s = { .opcode = op, .tag = 1, .ctx = CTX, .stream = 0,
+			      .arg = { a0, a1, a2, a3, a4 } };
+
+	if (!submit(&s, payload, len, WAIT_S * 1000))
+		die("the SQ stays full");
+	return reap();
+}
+
+static int streamops(void)
+{
+	uint64_t buf = setup(1 << 20), outside = W.dev_window_base + W.dev_window_size - 2;
+	CUstreamBatchMemOpParams ops[2];
+	CUstreamAttrValue v;
+	uint8_t *slot;
+	struct vgpu_cqe c;
+
+	memset(&v, 0, sizeof(v));
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_PRIORITY, 0, 0, 0, 0, &v, 10);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an attribute value of 10 bytes");
+	v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)0x10000;
+	v.accessPolicyWindow.num_bytes = 4096;
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0, 0, 0, 0,
+		      &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an access window on the worker's own memory");
+	v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)buf;
+	v.accessPolicyWindow.num_bytes = UINT64_MAX - buf + 2;
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0, 0, 0, 0,
+		      &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an access window that wraps");
+	c = on_stream(VGPU_OP_STREAM_GET_ATTR, 1ull << 40, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "attribute 2^40");
+	c = on_stream(VGPU_OP_STREAM_COPY_ATTRS, 1ull << 33, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "attributes copied from stream 2^33");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf, 1, 0, 3, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a 3-byte word");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf, 1ull << 32, 0, 4, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a 32-bit write of a 33-bit value");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, outside, 1, 0, 4, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a word across the end of the device window");
+	c = on_stream(VGPU_OP_STREAM_WAIT_VALUE, 0x10000, 1, 0, 8, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a wait on the worker's own memory");
+	memset(ops, 0, sizeof(ops));
+	ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+	ops[0].writeValue.address = buf;
+	ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+	ops[1].writeValue.address = 0x10000;
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 2, 0, 0, 0, 0, ops, sizeof(ops[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch of 2 with 1 operation's bytes");
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 1ull << 32, 0, 0, 0, 0, ops, sizeof(ops));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch of 2^32 operations");
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 2, 0, 0, 0, 0, ops, sizeof(ops));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch writing the worker's own memory");
+	c = on_stream(VGPU_OP_MEM_PREFETCH, buf, 4096, CU_MEM_LOCATION_TYPE_DEVICE, 99, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "a prefetch to device 99");
+	c = on_stream(VGPU_OP_MEM_PREFETCH, 1ull << 63, 4096, CU_MEM_LOCATION_TYPE_DEVICE, 0, 0,
+		      NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a prefetch of 2^63");
+	c = on_stream(VGPU_OP_CTX_RECORD_EVENT, 4242, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "a context event never created");
+	/* The worker serves on, and the refused batch wrote nothing. */
+	c = on_stream(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf + 8, 0x01020304, 0, 4, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a good write afterwards");
+	c = on_stream(VGPU_OP_MEMCPY_DTOH, buf, 16, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a copy back afterwards");
+	slot = vgpu_reply_slot(&R, 1);
+	check(!c.result && slot[0] == 0x5a && slot[8] == 0x04 && slot[11] == 0x01,
+	      "the bytes: the memset's, and the good write's", slot[0]);
+	printf("streamops: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- callback --------------------------------------------------------- */
 
 static __attribute__((noreturn)) void callback(void)
@@ -627,7 +709,7 @@ static int libcalls(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls");
+		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -635,6 +717,8 @@ int main(int argc, char **argv)
 		return stall();
 	if (!strcmp(argv[1], "bad"))
 		return bad();
+	if (!strcmp(argv[1], "streamops"))
+		return streamops();
 	if (!strcmp(argv[1], "chatter"))
 		chatter();
 	if (!strcmp(argv[1], "callback"))
@@ -643,5 +727,5 @@ int main(int argc, char **argv)
 		return tables();
 	if (!strcmp(argv[1], "libcalls"))
 		return libcalls();
-	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls");
+	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
 }
