@@ -141,6 +141,7 @@ static enum op_status op_ctx_synchronize(struct worker *w, struct op_call *call)
 {
 	CUresult rc = w->B.cuStreamQuery(NULL);
 
+	pools_sync_point(w);
 	/* Nothing queued anywhere answers at once; otherwise wait off-ring. */
 	if (rc == CUDA_SUCCESS) {
 		call->cqe->result = w->B.cuCtxSynchronize();

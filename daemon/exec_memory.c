@@ -60,7 +60,13 @@ static enum op_status op_mem_alloc_pitch(struct worker *w, struct op_call *call)
 static enum op_status op_mem_free(struct worker *w, struct op_call *call)
 {
 	/* cuMemFree waits for the device, so nothing still uses the memory. */
-	CUresult rc = w->B.cuCtxSynchronize();
+	CUresult rc;
+
+	if (pools_mem_free(w, call->sqe->arg[0], &rc)) {
+		call->cqe->result = rc;
+		return OP_DONE;
+	}
+	rc = w->B.cuCtxSynchronize();
 
 	call->cqe->result = rc ? rc : vmem_free(&w->vmem, call->sqe->arg[0]);
 	return OP_DONE;

@@ -58,6 +58,8 @@ static enum op_status op_stream_sync(struct worker *w, struct op_call *call)
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
 
+	pools_sync_point(w);
+
 	if (rc) {
 		call->cqe->result = rc;
 		return OP_DONE;
@@ -204,6 +206,7 @@ static enum op_status op_event_sync(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
+	pools_sync_point(w);
 	rc = w->B.cuEventQuery(ev);
 	if (rc != CUDA_ERROR_NOT_READY) {
 		call->cqe->result = rc;

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "hostpool.h"
 #include "objects.h"
+#include "pool.h"
 #include "ring.h"
 #include "stats.h"
 #include "vmem.h"
@@ -88,6 +89,7 @@ struct worker {
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
+	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 };
 
 /*
@@ -126,6 +128,7 @@ extern const struct op_desc exec_stream_ops[];
 extern const struct op_desc exec_module_ops[];
 extern const struct op_desc exec_bulk_ops[];
 extern const struct op_desc exec_graph_ops[];
+extern const struct op_desc exec_pool_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */
