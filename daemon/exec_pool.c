@@ -217,7 +217,7 @@ static enum op_status op_alloc_async(struct worker *w, struct op_call *call)
 	CUdeviceptr p = 0;
 	CUresult rc;
 	CUstream st = worker_stream(w, s, &rc);
-	uint64_t cid;
+	uint64_t cid = 0;
 
 	pools_settle(w);
 	if (!rc && (!mp || !s->arg[1]))
@@ -233,6 +233,7 @@ static enum op_status op_alloc_async(struct worker *w, struct op_call *call)
 	}
 	call->cqe->result = rc;
 	call->cqe->val[0] = p;
+	call->cqe->val[1] = !rc && cid;	/* a graph's memory */
 	return OP_DONE;
 }
 

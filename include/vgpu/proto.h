@@ -357,7 +357,8 @@ enum vgpu_op {
 	VGPU_OP_POOL_SET_ATTR,		/* arg0 pool id, arg1 CUmemPool_attribute, arg2 value */
 	VGPU_OP_POOL_GET_ATTR,		/* arg0 pool id, arg1 CUmemPool_attribute; R: val0 */
 	VGPU_OP_POOL_TRIM,		/* arg0 pool id, arg1 bytes to keep */
-	VGPU_OP_MEM_ALLOC_ASYNC,	/* sqe.stream, arg0 pool id, arg1 bytes; R: val0 address */
+	VGPU_OP_MEM_ALLOC_ASYNC,	/* sqe.stream, arg0 pool id, arg1 bytes; R: val0 address,
+					 * val1 1: a graph's (the stream captures) */
 	VGPU_OP_MEM_FREE_ASYNC,		/* sqe.stream, arg0 address (asynchronous) */
 	VGPU_OP_GRAPH_MEM_ATTR,		/* arg0 device, arg1 CUgraphMem_attribute, arg2 1: set
 					 * (arg3 the value) 0: get; R: val0 */
