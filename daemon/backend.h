@@ -87,7 +87,8 @@
 	X(cuFuncSetCacheConfig) \
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	X(cuOccupancyMaxActiveClusters)
+	X(cuOccupancyMaxActiveClusters) \
+	X(cuThreadExchangeStreamCaptureMode)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

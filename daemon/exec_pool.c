@@ -193,7 +193,7 @@ static CUresult graph_alloc(struct worker *w, CUstream st, uint64_t cid, uint64_
 	if (w->B.cuStreamGetCaptureInfo_v3(st, &cs, NULL, NULL, NULL, NULL, NULL) ||
 	    cs != CU_STREAM_CAPTURE_STATUS_ACTIVE)
 		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-	rc = vmem_alloc(&w->vmem, w->devices[dev], cls, &p);
+	rc = pool_window_alloc(w, dev, cls, &p);
 	if (rc)
 		return rc;
 	b = pool_block_add(w->pools, p, cls, NULL);

@@ -155,26 +155,32 @@ struct pool_block *pool_block_add(struct pools *ps, CUdeviceptr p, uint64_t size
 	return &ps->b[i];
 }
 
-/* Its event goes back to the spares, the block out of the table. */
+/* Keeps @ev for the next free: creating one per free would cost a call. */
+static void spare_event(struct worker *w, CUevent ev)
+{
+	struct pools *ps = w->pools;
+
+	if (ps->nspare == ps->cspare) {
+		size_t cap = ps->cspare ? ps->cspare * 2 : 16;
+		CUevent *n = realloc(ps->spare, cap * sizeof(*n));
+
+		if (!n) {
+			w->B.cuEventDestroy_v2(ev);
+			return;
+		}
+		ps->spare = n;
+		ps->cspare = cap;
+	}
+	ps->spare[ps->nspare++] = ev;
+}
+
+/* The block leaves the table; its event goes back to the spares. */
 static void block_drop(struct worker *w, size_t i)
 {
 	struct pools *ps = w->pools;
-	CUevent ev = ps->b[i].ev;
 
-	if (ev) {
-		CUevent *n = ps->nspare == ps->cspare ?
-			realloc(ps->spare, (ps->cspare ? ps->cspare * 2 : 16) * sizeof(*n)) :
-			ps->spare;
-
-		if (n && ps->nspare == ps->cspare)
-			ps->cspare = ps->cspare ? ps->cspare * 2 : 16;
-		if (n) {
-			ps->spare = n;
-			ps->spare[ps->nspare++] = ev;
-		} else {
-			w->B.cuEventDestroy_v2(ev);
-		}
-	}
+	if (ps->b[i].ev)
+		spare_event(w, ps->b[i].ev);
 	memmove(&ps->b[i], &ps->b[i + 1], (ps->nb - i - 1) * sizeof(*ps->b));
 	ps->nb--;
 }
@@ -290,9 +296,30 @@ static long find_cached(struct worker *w, struct mempool *mp, uint64_t cls, CUst
 		if (pending < 0 && (b->free_stream == sid || mp->internal))
 			pending = (long)i;
 	}
-	if (pending >= 0 && w->B.cuStreamWaitEvent(st, ps->b[pending].ev, 0))
+	/* No event: the free was complete when the session was restored. */
+	if (pending >= 0 && ps->b[pending].ev &&
+	    w->B.cuStreamWaitEvent(st, ps->b[pending].ev, 0))
 		return -1;
 	return pending;
+}
+
+/*
+ * New memory from the window. Mapping it is no work of any capture: with
+ * one under way the thread is relaxed meanwhile, so that a global-mode
+ * capture does not refuse the driver calls (cuMemAllocAsync is allowed
+ * during one, as the driver's own pools are).
+ */
+CUresult pool_window_alloc(struct worker *w, uint32_t dev, uint64_t bytes, CUdeviceptr *p)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUresult rc;
+
+	if (!w->captures)
+		return vmem_alloc(&w->vmem, w->devices[dev], bytes, p);
+	w->B.cuThreadExchangeStreamCaptureMode(&mode);
+	rc = vmem_alloc(&w->vmem, w->devices[dev], bytes, p);
+	w->B.cuThreadExchangeStreamCaptureMode(&mode);
+	return rc;
 }
 
 CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstream st,
@@ -315,13 +342,13 @@ CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstre
 		if (mp->reserved + cls > mp->max_size)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	rc = vmem_alloc(&w->vmem, w->devices[mp->dev], cls, &p);
+	rc = pool_window_alloc(w, mp->dev, cls, &p);
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
 		/* What the pools keep cached is the first to give back. */
 		for (uint32_t k = 1; k < ps->cap; k++)
 			if (ps->p[k])
 				pool_trim(w, ps->p[k], 0, true);
-		rc = vmem_alloc(&w->vmem, w->devices[mp->dev], cls, &p);
+		rc = pool_window_alloc(w, mp->dev, cls, &p);
 	}
 	if (rc)
 		return rc;

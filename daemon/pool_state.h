@@ -79,6 +79,7 @@ CUresult pool_trim(struct worker *w, struct mempool *mp, uint64_t keep, bool wai
 CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstream st,
 		    uint32_t sid, CUdeviceptr *out);
 CUresult pool_free_block(struct worker *w, long i, CUstream st, uint32_t sid);
+CUresult pool_window_alloc(struct worker *w, uint32_t dev, uint64_t bytes, CUdeviceptr *p);
 void pool_graph_note(struct pools *ps, uint32_t dev, int64_t d);
 
 #endif
