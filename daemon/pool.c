@@ -674,6 +674,9 @@ static int load_pools(struct worker *w, const struct vgpu_ckpt_pool *p, size_t n
 				*why = "a default pool record names another device";
 				return -EBADMSG;
 			}
+		} else if (r->id < ps->cap && ps->p[r->id]) {
+			*why = "a pool record names a pool that exists";
+			return -EBADMSG;
 		} else if (!(mp = pool_new(w, r->id, r->device))) {
 			*why = "out of memory";
 			return -ENOMEM;
