@@ -338,11 +338,11 @@ static enum op_status op_graph_mem_trim(struct worker *w, struct op_call *call)
 }
 
 const struct op_desc exec_pool_ops[] = {
-	OP(POOL_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_pool_create),
-	OP(POOL_DESTROY, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_pool_destroy),
-	OP(POOL_SET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_pool_set_attr),
-	OP(POOL_GET_ATTR, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_pool_get_attr),
-	OP(POOL_TRIM, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_pool_trim),
+	OP(POOL_CREATE, OPF_SYNC_ONLY, op_pool_create),
+	OP(POOL_DESTROY, OPF_SYNC_ONLY, op_pool_destroy),
+	OP(POOL_SET_ATTR, OPF_SYNC_ONLY, op_pool_set_attr),
+	OP(POOL_GET_ATTR, OPF_SYNC_ONLY, op_pool_get_attr),
+	OP(POOL_TRIM, OPF_SYNC_ONLY, op_pool_trim),
 	OP(MEM_ALLOC_ASYNC, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_alloc_async),
 	OP(MEM_FREE_ASYNC, OPF_NEEDS_CTX, op_free_async),
 	OP(GRAPH_MEM_ATTR, OPF_SYNC_ONLY, op_graph_mem_attr),

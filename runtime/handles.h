@@ -114,8 +114,8 @@ struct vgpu_pool {
 	bool is_default;
 };
 
-/* The pool a device pointer was allocated from (NULL: none), and that it
- * was freed outside pool.c (cuMemFree). */
+/* The pool a device pointer was allocated from (NULL: none), and that the
+ * memory at p was freed outside pool.c (cuMemFree). */
 VGPU_HIDDEN CUmemoryPool vgpu_pool_of(uint64_t p);
 VGPU_HIDDEN void vgpu_pool_forget(uint64_t p);
 

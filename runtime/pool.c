@@ -104,7 +104,7 @@ void vgpu_pool_forget(uint64_t p)
 
 	pthread_mutex_lock(&P.lock);
 	i = find(p);
-	if (i >= 0 && P.a[i].pool)
+	if (i >= 0)
 		drop(i);
 	pthread_mutex_unlock(&P.lock);
 }
@@ -150,14 +150,14 @@ static struct vgpu_pool *current_pool(CUdevice dev)
 	return p;
 }
 
-/* Any context will do for a pool call: the worker's pools are per session. */
+/* Pools belong to devices, not contexts: a pool call needs none. */
 static CUresult some_ctx(uint32_t *id)
 {
+	struct vgpu_session *s;
 	struct vgpu_ctx *ctx;
-	CUresult rc = vgpu_ctx_current(&ctx);
+	CUresult rc = vgpu_session(&s);
 
-	if (!rc)
-		*id = ctx->id;
+	*id = !rc && !vgpu_ctx_current(&ctx) ? ctx->id : 0;
 	return rc;
 }
 
@@ -197,7 +197,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct vgpu_pool *p
 	pthread_mutex_lock(&P.lock);
 	note(c.val[0], c.val[1] ? NULL : pool);
 	pthread_mutex_unlock(&P.lock);
-	vgpu_mem_note_device(c.val[0], bytes, ctx);
+	/* A graph's memory goes with the graph, which this table would not
+	 * see: the worker answers for its range. */
+	if (!c.val[1])
+		vgpu_mem_note_device(c.val[0], bytes, ctx);
 	*dptr = c.val[0];
 	return CUDA_SUCCESS;
 }
@@ -267,8 +270,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
 	if (!known && !(vgpu_mem_classify(s, p, 1, &r) == VGPU_MEM_DEVICE && r.size &&
 			r.base == p))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!graph)
-		vgpu_mem_forget_device(p);
+	vgpu_mem_forget_device(p);
 	return vgpu_post5(VGPU_OP_MEM_FREE_ASYNC, ctx->id, sid, p, 0, 0, 0, 0);
 }
 
