@@ -462,6 +462,15 @@ static void graph_release(struct worker *w, uint32_t graph, uint64_t cid)
 			vlog_warn("pool: releasing graph memory after a failed synchronize");
 		synced = true;
 		pool_graph_note(ps, b->dev, -(int64_t)b->size);
+		if (b->launched && !b->graph_freed && !b->outside_freed) {
+			/* The last launch allocated it and nobody freed it: it
+			 * outlives the graph, as the driver's does, and is the
+			 * program's to free. Its device's default pool holds it. */
+			b->state = BLOCK_LIVE;
+			b->pool = ps->p[b->dev + 1];
+			note_used(b->pool, (int64_t)b->size, (int64_t)b->size);
+			continue;
+		}
 		vmem_free(&w->vmem, b->addr);
 		block_drop(w, i);
 	}
@@ -546,8 +555,10 @@ void pools_graph_launched(struct worker *w, uint32_t exec)
 		if (ps->execs[i].exec == exec)
 			graph = ps->execs[i].graph;
 	for (size_t i = 0; graph && i < ps->nb; i++)
-		if (ps->b[i].state == BLOCK_GRAPH && ps->b[i].graph == graph)
+		if (ps->b[i].state == BLOCK_GRAPH && ps->b[i].graph == graph) {
 			ps->b[i].outside_freed = false;
+			ps->b[i].launched = true;
+		}
 }
 
 void pools_graph_gone(struct worker *w, uint32_t graph, uint32_t exec)

@@ -39,6 +39,7 @@ struct pool_block {
 	uint32_t dev;			/* graph memory: its device */
 	bool graph_freed;		/* graph memory: a captured free names it */
 	bool outside_freed;		/* graph memory: freed since the last launch */
+	bool launched;			/* graph memory: a launch allocated it */
 };
 
 struct pool_graph {

@@ -8,6 +8,7 @@
  * when they match the session's memory.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,62 @@ static void handlers(void)
 	CHECK(call(VGPU_OP_GRAPH_MEM_TRIM, 0, 9, 0, 0, 0, NULL) == CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* A block as a captured cuMemAllocAsync makes it (the host backend does
+ * not capture, so the capture's part is played here). */
+static uint64_t graph_block(uint64_t cid)
+{
+	CUdeviceptr p = 0;
+	struct pool_block *b;
+
+	CHECK(pool_window_alloc(&W, 0, 4096, &p) == CUDA_SUCCESS);
+	b = pool_block_add(W.pools, p, 4096, NULL);
+	CHECK(b != NULL);
+	b->state = BLOCK_GRAPH;
+	b->capture = cid;
+	pool_graph_note(W.pools, 0, 4096);
+	return p;
+}
+
+static bool mapped(uint64_t p)
+{
+	return !vmem_range_of(&W.vmem, p, &(CUdeviceptr){ 0 }, &(size_t){ 0 });
+}
+
+static void graphs(void)
+{
+	uint64_t kept = graph_block(7), inner = graph_block(7), failed = graph_block(8), used = 0;
+	uint64_t before = attr(1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+
+	W.pools->b[pool_block_find(W.pools, inner)].graph_freed = true;	/* a captured free */
+	pools_capture_end(&W, 8, 0);
+	CHECK(!mapped(failed), "a failed capture's memory is released");
+	pools_capture_end(&W, 7, 50);
+	CHECK(call(VGPU_OP_GRAPH_MEM_ATTR, 0, 0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, 0, 0, &used) ==
+	      CUDA_SUCCESS && used == 8192, "graph memory is counted");
+	pools_graph_instantiated(&W, 50, 60);
+	pools_graph_launched(&W, 60);
+	CHECK(drop(1, kept) == CUDA_SUCCESS, "the program frees what a launch allocated");
+	CHECK(drop(1, kept) == CUDA_ERROR_INVALID_VALUE, "once");
+	CHECK(drop(1, inner) == CUDA_ERROR_INVALID_VALUE, "not what the graph frees itself");
+	CHECK(mapped(kept), "the graph keeps its memory");
+	pools_graph_launched(&W, 60);
+	CHECK(drop(1, kept) == CUDA_SUCCESS, "each launch allocates it again");
+	pools_graph_launched(&W, 60);
+	pools_graph_gone(&W, 50, 0);
+	CHECK(mapped(kept) && mapped(inner), "an instance keeps the graph's memory");
+	pools_graph_gone(&W, 0, 60);
+	CHECK(!mapped(inner), "with graph and instance gone it is released");
+	CHECK(mapped(kept) && attr(1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == before + 4096,
+	      "what the last launch allocated outlives the graph, in the default pool");
+	CHECK(call(VGPU_OP_GRAPH_MEM_ATTR, 0, 0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, 0, 0, &used) ==
+	      CUDA_SUCCESS && used == 0, "no graph memory left");
+	CHECK(drop(1, kept) == CUDA_SUCCESS && attr(1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == before,
+	      "and is freed as pool memory");
+	pools_sync_point(&W);
+	CHECK(attr(1, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0 && !mapped(kept),
+	      "and returned to the window at a sync");
+}
+
 static void reset_pools(void)
 {
 	pools_destroy(&W);
@@ -294,6 +351,7 @@ int main(void)
 	CHECK(vmem_init(&W.vmem, &W.B, 1ull << 30, 0) == CUDA_SUCCESS);
 	CHECK(pools_init(&W) == 0);
 	handlers();
+	graphs();
 	checkpoint();
 	pools_destroy(&W);
 	printf("test_pool: %d checks, %d failures\n", checks, failures);
