@@ -100,6 +100,8 @@ void pools_destroy(struct worker *w)
 	free(ps->b);
 	free(ps->graphs);
 	free(ps->execs);
+	free(ps->marks);
+	free(ps->know);
 	free(ps);
 	w->pools = NULL;
 }
@@ -274,11 +276,117 @@ static void note_used(struct mempool *mp, int64_t d_used, int64_t d_reserved)
 		mp->reserved_high = mp->reserved;
 }
 
+/* ---- stream order the program made ------------------------------------------ */
+
+static struct pool_mark *mark_of(struct pools *ps, uint32_t event)
+{
+	for (size_t i = 0; i < ps->nmarks; i++)
+		if (ps->marks[i].event == event)
+			return &ps->marks[i];
+	return NULL;
+}
+
+static bool capturing(struct worker *w, CUstream st)
+{
+	return w->captures && pools_capture_id(w, st);
+}
+
+void pools_event_gone(struct worker *w, uint32_t event)
+{
+	struct pools *ps = w->pools;
+	struct pool_mark *m = ps ? mark_of(ps, event) : NULL;
+
+	if (m)
+		*m = ps->marks[--ps->nmarks];
+}
+
+void pools_event_recorded(struct worker *w, uint32_t event, uint32_t stream, CUstream st)
+{
+	struct pools *ps = w->pools;
+	struct pool_mark *m;
+
+	if (!ps)
+		return;
+	/* A captured record happens at a launch, not now. */
+	if (capturing(w, st)) {
+		pools_event_gone(w, event);
+		return;
+	}
+	m = mark_of(ps, event);
+	if (!m) {
+		if (ps->nmarks == ps->cmarks) {
+			size_t cap = ps->cmarks ? ps->cmarks * 2 : 16;
+			struct pool_mark *n = realloc(ps->marks, cap * sizeof(*n));
+
+			if (!n)
+				return;		/* no mark: no reuse by it */
+			ps->marks = n;
+			ps->cmarks = cap;
+		}
+		m = &ps->marks[ps->nmarks++];
+	}
+	*m = (struct pool_mark){ .event = event, .stream = stream, .seq = ps->free_seq };
+}
+
+static struct pool_know *know_of(struct pools *ps, uint32_t stream, uint32_t of)
+{
+	for (size_t i = 0; i < ps->nknow; i++)
+		if (ps->know[i].stream == stream && ps->know[i].of == of)
+			return &ps->know[i];
+	return NULL;
+}
+
+void pools_stream_waited(struct worker *w, uint32_t stream, uint32_t event, CUstream st)
+{
+	struct pools *ps = w->pools;
+	struct pool_mark *m = ps ? mark_of(ps, event) : NULL;
+	struct pool_know *k;
+
+	if (!m || m->stream == stream || capturing(w, st))
+		return;
+	k = know_of(ps, stream, m->stream);
+	if (!k) {
+		if (ps->nknow == ps->cknow) {
+			size_t cap = ps->cknow ? ps->cknow * 2 : 16;
+			struct pool_know *n = realloc(ps->know, cap * sizeof(*n));
+
+			if (!n)
+				return;
+			ps->know = n;
+			ps->cknow = cap;
+		}
+		k = &ps->know[ps->nknow++];
+		*k = (struct pool_know){ .stream = stream, .of = m->stream };
+	}
+	if (m->seq > k->seq)
+		k->seq = m->seq;
+}
+
+/* What a stream knew must not pass to a new stream under its id. */
+void pools_stream_gone(struct worker *w, uint32_t stream)
+{
+	struct pools *ps = w->pools;
+
+	for (size_t i = ps ? ps->nknow : 0; i-- > 0;)
+		if (ps->know[i].stream == stream)
+			ps->know[i] = ps->know[--ps->nknow];
+}
+
+/* The free of @b is ordered before work submitted to stream @sid from now. */
+static bool ordered_before(struct pools *ps, const struct pool_block *b, uint32_t sid)
+{
+	struct pool_know *k = know_of(ps, sid, b->free_stream);
+
+	return k && k->seq >= b->seq;
+}
+
 /*
  * A cached block of @cls that an allocation on @st (stream id @sid) may
- * take: one whose free is complete (opportunistic reuse), or, when the pool
- * may add dependencies or the free was on the same stream, any other: @st
- * then waits for the free's event, so the new owner's work runs after it.
+ * take: one whose free is complete (opportunistic reuse), one whose free
+ * the program ordered before @st with events (following dependencies), or,
+ * when the pool may add dependencies or the free was on the same stream,
+ * any other: @st then waits for the free's event, so the new owner's work
+ * runs after it.
  */
 static long find_cached(struct worker *w, struct mempool *mp, uint64_t cls, CUstream st,
 			uint32_t sid)
@@ -292,6 +400,8 @@ static long find_cached(struct worker *w, struct mempool *mp, uint64_t cls, CUst
 		if (b->pool != mp || b->state != BLOCK_CACHED || b->size != cls)
 			continue;
 		if (mp->opportunistic && free_done(w, b))
+			return (long)i;
+		if (mp->follow && ordered_before(ps, b, sid))
 			return (long)i;
 		if (pending < 0 && (b->free_stream == sid || mp->internal))
 			pending = (long)i;
@@ -392,6 +502,7 @@ CUresult pool_free_block(struct worker *w, long i, CUstream st, uint32_t sid)
 		return rc;
 	b->state = BLOCK_CACHED;
 	b->free_stream = sid;
+	b->seq = ++ps->free_seq;
 	note_used(b->pool, -(int64_t)b->size, 0);
 	if (b->pool->destroyed)
 		pool_trim(w, b->pool, 0, false);

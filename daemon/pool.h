@@ -33,6 +33,18 @@ void pools_destroy(struct worker *w);
  * release threshold is returned at the next pool call. */
 void pools_sync_point(struct worker *w);
 
+/*
+ * Stream order the program sets up with events (exec_stream.c), for the
+ * CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES policy: an event
+ * recorded after frees, and a stream made to wait for it, may take those
+ * frees' memory without a dependency of the pool's own. Ids as the
+ * client gave them; @st the stream itself (captured work orders nothing now).
+ */
+void pools_event_recorded(struct worker *w, uint32_t event, uint32_t stream, CUstream st);
+void pools_stream_waited(struct worker *w, uint32_t stream, uint32_t event, CUstream st);
+void pools_event_gone(struct worker *w, uint32_t event);
+void pools_stream_gone(struct worker *w, uint32_t stream);
+
 /* cuMemFree of @p: true when @p was a pool block (then handled, *rc set). */
 bool pools_mem_free(struct worker *w, CUdeviceptr p, CUresult *rc);
 

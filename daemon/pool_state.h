@@ -40,6 +40,19 @@ struct pool_block {
 	bool graph_freed;		/* graph memory: a captured free names it */
 	bool outside_freed;		/* graph memory: freed since the last launch */
 	bool launched;			/* graph memory: a launch allocated it */
+	uint64_t seq;			/* cached: the free's place among all frees */
+};
+
+/* An event recorded on @stream once frees up to @seq had been submitted. */
+struct pool_mark {
+	uint32_t event, stream;
+	uint64_t seq;
+};
+
+/* @stream waited for an event of @of: its frees up to @seq come first. */
+struct pool_know {
+	uint32_t stream, of;
+	uint64_t seq;
 };
 
 struct pool_graph {
@@ -65,6 +78,11 @@ struct pools {
 	size_t ngraphs, cgraphs;
 	struct pool_exec *execs;
 	size_t nexecs, cexecs;
+	uint64_t free_seq;		/* frees submitted so far */
+	struct pool_mark *marks;
+	size_t nmarks, cmarks;
+	struct pool_know *know;
+	size_t nknow, cknow;
 	uint64_t graph_used[VGPU_MAX_DEVICES];	/* bytes graphs hold, per device */
 	uint64_t graph_used_high[VGPU_MAX_DEVICES], graph_reserved_high[VGPU_MAX_DEVICES];
 };

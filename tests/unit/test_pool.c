@@ -20,6 +20,7 @@
 #include "check.h"
 
 static struct worker W;
+static CUstream S1, S2;
 
 /* dispatch.c's, which would bring every handler table along. */
 CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err)
@@ -129,10 +130,32 @@ static void handlers(void)
 	CHECK(drop(1, p) == CUDA_SUCCESS);
 	q = alloc(1, 2, 1000);
 	CHECK(q && q != p, "another stream gets other memory");
+	/* Following the program's events (the policy is on by default). */
+	pools_event_recorded(&W, 9, 1, S1);
+	pools_stream_waited(&W, 2, 9, S2);
+	CHECK(alloc(1, 2, 1000) == p, "a stream that waited for an event after the free takes it");
+	pools_event_recorded(&W, 10, 2, S2);
+	CHECK(drop(2, p) == CUDA_SUCCESS);
+	pools_stream_waited(&W, 1, 10, S1);
+	r = alloc(1, 1, 1000);
+	CHECK(r && r != p && r != q, "an event recorded before the free orders nothing");
+	pools_event_recorded(&W, 10, 2, S2);	/* now after the free */
+	pools_stream_waited(&W, 3, 10, NULL);
+	pools_stream_gone(&W, 3);
+	pools_event_gone(&W, 10);
+	pools_stream_waited(&W, 1, 10, S1);
+	CHECK(alloc(1, 1, 1000) != p, "nor a destroyed event");
+	for (size_t i = 0; i < W.pools->nknow; i++)
+		CHECK(W.pools->know[i].stream != 3, "a destroyed stream's order is forgotten");
+	CHECK(call(VGPU_OP_POOL_SET_ATTR, 0, 1, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, 0, 0,
+		   NULL) == CUDA_SUCCESS);
 	CHECK(call(VGPU_OP_POOL_SET_ATTR, 0, 1, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, 1,
 		   0, NULL) == CUDA_SUCCESS);
-	CHECK(alloc(1, 2, 1000) == p, "with internal dependencies it waits and reuses");
-	CHECK(drop(2, p) == CUDA_SUCCESS && drop(2, q) == CUDA_SUCCESS);
+	CHECK(alloc(1, 1, 1000) == p, "with internal dependencies it waits and reuses");
+	/* Everything back: p, q, r and the one of the refused reuse. */
+	for (size_t i = W.pools->nb; i-- > 0;)
+		if (W.pools->b[i].state == BLOCK_LIVE && W.pools->b[i].pool == W.pools->p[1])
+			CHECK(drop(1, W.pools->b[i].addr) == CUDA_SUCCESS);
 	pools_sync_point(&W);
 	CHECK(attr(1, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0, "threshold 0: returned at a sync");
 	CHECK(vmem_range_of(&W.vmem, p, &(CUdeviceptr){ 0 }, &(size_t){ 0 }) == CUDA_ERROR_NOT_FOUND,
@@ -335,19 +358,18 @@ static void checkpoint(void)
 int main(void)
 {
 	CUcontext ctx;
-	CUstream s1, s2;
 
 	if (vgpu_backend_host_open(&W.B) || W.B.cuInit(0) || W.B.cuDeviceGet(&W.devices[0], 0) ||
 	    W.B.cuDevicePrimaryCtxRetain(&ctx, W.devices[0]) || W.B.cuCtxSetCurrent(ctx) ||
-	    W.B.cuStreamCreateWithPriority(&s1, CU_STREAM_NON_BLOCKING, 0) ||
-	    W.B.cuStreamCreateWithPriority(&s2, CU_STREAM_NON_BLOCKING, 0)) {
+	    W.B.cuStreamCreateWithPriority(&S1, CU_STREAM_NON_BLOCKING, 0) ||
+	    W.B.cuStreamCreateWithPriority(&S2, CU_STREAM_NON_BLOCKING, 0)) {
 		printf("test_pool: host backend did not start\n");
 		return 1;
 	}
 	W.device_count = 1;
 	obj_table_init(&W.ctxs, "context");
 	obj_table_init(&W.streams, "stream");
-	CHECK(obj_insert(&W.streams, 1, s1, 0, NULL) == 0 && obj_insert(&W.streams, 2, s2, 0, NULL) == 0);
+	CHECK(obj_insert(&W.streams, 1, S1, 0, NULL) == 0 && obj_insert(&W.streams, 2, S2, 0, NULL) == 0);
 	CHECK(vmem_init(&W.vmem, &W.B, 1ull << 30, 0) == CUDA_SUCCESS);
 	CHECK(pools_init(&W) == 0);
 	handlers();
