@@ -278,12 +278,13 @@ static void note_used(struct mempool *mp, int64_t d_used, int64_t d_reserved)
 
 /* ---- stream order the program made ------------------------------------------ */
 
+/* Marks are kept by event id (ids are small and reused): no search on the
+ * path of every event record. */
 static struct pool_mark *mark_of(struct pools *ps, uint32_t event)
 {
-	for (size_t i = 0; i < ps->nmarks; i++)
-		if (ps->marks[i].event == event)
-			return &ps->marks[i];
-	return NULL;
+	if (event >= ps->cmarks || !ps->marks[event].event)
+		return NULL;
+	return &ps->marks[event];
 }
 
 static bool capturing(struct worker *w, CUstream st)
@@ -297,35 +298,36 @@ void pools_event_gone(struct worker *w, uint32_t event)
 	struct pool_mark *m = ps ? mark_of(ps, event) : NULL;
 
 	if (m)
-		*m = ps->marks[--ps->nmarks];
+		memset(m, 0, sizeof(*m));
 }
 
 void pools_event_recorded(struct worker *w, uint32_t event, uint32_t stream, CUstream st)
 {
 	struct pools *ps = w->pools;
-	struct pool_mark *m;
 
-	if (!ps)
+	if (!ps || !event || event >= POOL_MAX_ID)
 		return;
-	/* A captured record happens at a launch, not now. */
-	if (capturing(w, st)) {
+	/* Before any free a mark orders nothing; a captured record happens at
+	 * a launch, not now. */
+	if (!ps->free_seq || capturing(w, st)) {
 		pools_event_gone(w, event);
 		return;
 	}
-	m = mark_of(ps, event);
-	if (!m) {
-		if (ps->nmarks == ps->cmarks) {
-			size_t cap = ps->cmarks ? ps->cmarks * 2 : 16;
-			struct pool_mark *n = realloc(ps->marks, cap * sizeof(*n));
+	if (event >= ps->cmarks) {
+		size_t cap = ps->cmarks ? ps->cmarks : 64;
+		struct pool_mark *n;
 
-			if (!n)
-				return;		/* no mark: no reuse by it */
-			ps->marks = n;
-			ps->cmarks = cap;
-		}
-		m = &ps->marks[ps->nmarks++];
+		while (cap <= event)
+			cap *= 2;
+		n = realloc(ps->marks, cap * sizeof(*n));
+		if (!n)
+			return;		/* no mark: no reuse by it */
+		memset(n + ps->cmarks, 0, (cap - ps->cmarks) * sizeof(*n));
+		ps->marks = n;
+		ps->cmarks = cap;
 	}
-	*m = (struct pool_mark){ .event = event, .stream = stream, .seq = ps->free_seq };
+	ps->marks[event] = (struct pool_mark){ .event = event, .stream = stream,
+					       .seq = ps->free_seq };
 }
 
 static struct pool_know *know_of(struct pools *ps, uint32_t stream, uint32_t of)
@@ -448,7 +450,7 @@ CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstre
 		return CUDA_SUCCESS;
 	}
 	if (mp->max_size && mp->reserved + cls > mp->max_size) {
-		pool_trim(w, mp, mp->max_size - cls < mp->max_size ? mp->max_size - cls : 0, false);
+		pool_trim(w, mp, cls < mp->max_size ? mp->max_size - cls : 0, false);
 		if (mp->reserved + cls > mp->max_size)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 	}

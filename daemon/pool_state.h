@@ -43,7 +43,8 @@ struct pool_block {
 	uint64_t seq;			/* cached: the free's place among all frees */
 };
 
-/* An event recorded on @stream once frees up to @seq had been submitted. */
+/* An event recorded on @stream once frees up to @seq had been submitted
+ * (event 0: no mark). */
 struct pool_mark {
 	uint32_t event, stream;
 	uint64_t seq;
@@ -79,8 +80,8 @@ struct pools {
 	struct pool_exec *execs;
 	size_t nexecs, cexecs;
 	uint64_t free_seq;		/* frees submitted so far */
-	struct pool_mark *marks;
-	size_t nmarks, cmarks;
+	struct pool_mark *marks;	/* by event id */
+	size_t cmarks;
 	struct pool_know *know;
 	size_t nknow, cknow;
 	uint64_t graph_used[VGPU_MAX_DEVICES];	/* bytes graphs hold, per device */
