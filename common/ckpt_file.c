@@ -28,6 +28,10 @@ const char *vgpu_ckpt_section_name(uint32_t type, char *buf)
 {
 	if (type < VGPU_CKPT_SEC_NR && names[type])
 		return names[type];
+	if (type == VGPU_CKPT_SEC_POOLS)
+		return "memory pools";
+	if (type == VGPU_CKPT_SEC_POOL_BLOCKS)
+		return "pool blocks";
 	snprintf(buf, 24, "type 0x%x", type);
 	return buf;
 }
