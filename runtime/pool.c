@@ -155,8 +155,10 @@ static CUresult some_ctx(uint32_t *id)
 {
 	struct vgpu_session *s;
 	struct vgpu_ctx *ctx;
-	CUresult rc = vgpu_session(&s);
+	CUresult rc = vgpu_initialized();
 
+	if (!rc)
+		rc = vgpu_session(&s);
 	*id = !rc && !vgpu_ctx_current(&ctx) ? ctx->id : 0;
 	return rc;
 }
@@ -170,8 +172,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct vgpu_pool *p
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe c = { 0 };
 	uint32_t sid;
-	CUresult rc = vgpu_session(&s);
+	CUresult rc = vgpu_initialized();
 
+	if (!rc)
+		rc = vgpu_session(&s);
 	if (rc)
 		return rc;
 	if (!dptr || !bytes)
@@ -251,8 +255,10 @@ static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
 	uint32_t sid;
 	long i;
 	bool known, graph;
-	CUresult rc = vgpu_session(&s);
+	CUresult rc = vgpu_initialized();
 
+	if (!rc)
+		rc = vgpu_session(&s);
 	if (rc)
 		return rc;
 	if (!p || !vgpu_is_device(s, p))
