@@ -217,10 +217,11 @@ static CUresult block_release(struct worker *w, size_t i)
 	return rc;
 }
 
-/* The free of a cached block has happened on the device. */
+/* The free of a cached block has happened on the device. An event that
+ * cannot be asked any more went with its context, and so did the work. */
 static bool free_done(struct worker *w, const struct pool_block *b)
 {
-	return !b->ev || w->B.cuEventQuery(b->ev) == CUDA_SUCCESS;
+	return !b->ev || w->B.cuEventQuery(b->ev) != CUDA_ERROR_NOT_READY;
 }
 
 /* Releases cached blocks of @mp whose free is complete while more than
@@ -236,8 +237,8 @@ CUresult pool_trim(struct worker *w, struct mempool *mp, uint64_t keep, bool wai
 
 		if (b->pool != mp || b->state != BLOCK_CACHED)
 			continue;
-		if (wait && b->ev && (rc = w->B.cuEventSynchronize(b->ev)))
-			break;
+		if (wait && b->ev)
+			w->B.cuEventSynchronize(b->ev);	/* free_done judges a failure */
 		if (free_done(w, b))
 			block_release(w, i);
 	}
@@ -491,15 +492,24 @@ CUresult pool_free_block(struct worker *w, long i, CUstream st, uint32_t sid)
 {
 	struct pools *ps = w->pools;
 	struct pool_block *b = &ps->b[i];
-	CUevent ev = b->ev ? b->ev : take_event(w);
-	CUresult rc;
+	CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
-	if (!ev)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	b->ev = ev;
-	/* Without the event nothing would tell when the free happens: the
-	 * block stays the program's and the free fails. */
-	rc = w->B.cuEventRecordWithFlags(ev, st, 0);
+	/*
+	 * Without the event nothing would tell when the free happens: the block
+	 * stays the program's and the free fails. An event kept from before may
+	 * belong to another context (or one since destroyed): a fresh one then.
+	 */
+	if (!b->ev)
+		b->ev = take_event(w);
+	if (b->ev)
+		rc = w->B.cuEventRecordWithFlags(b->ev, st, 0);
+	if (rc && b->ev) {
+		w->B.cuEventDestroy_v2(b->ev);
+		if (w->B.cuEventCreate(&b->ev, CU_EVENT_DISABLE_TIMING))
+			b->ev = NULL;
+		else
+			rc = w->B.cuEventRecordWithFlags(b->ev, st, 0);
+	}
 	if (rc)
 		return rc;
 	b->state = BLOCK_CACHED;
