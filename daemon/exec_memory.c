@@ -32,6 +32,7 @@ static enum op_status op_mem_alloc(struct worker *w, struct op_call *call)
 {
 	CUdeviceptr p = 0;
 
+	pools_settle(w);
 	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), call->sqe->arg[0], &p);
 	call->cqe->val[0] = p;
 	return OP_DONE;
@@ -51,6 +52,7 @@ static enum op_status op_mem_alloc_pitch(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	pitch &= ~511ull;
+	pools_settle(w);
 	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), bytes, &p);
 	call->cqe->val[0] = p;
 	call->cqe->val[1] = pitch;

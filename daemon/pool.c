@@ -257,7 +257,7 @@ void pools_settle(struct worker *w)
 {
 	struct pools *ps = w->pools;
 
-	if (!ps->synced)
+	if (!ps || !ps->synced)
 		return;
 	ps->synced = false;
 	for (uint32_t i = 1; i < ps->cap; i++)

@@ -32,6 +32,10 @@ void pools_destroy(struct worker *w);
 /* Sync points (stream, context, event synchronize): memory above the
  * release threshold is returned at the next pool call. */
 void pools_sync_point(struct worker *w);
+/* That return, due since the last sync point: every pool call makes it,
+ * and so do the calls that ask for memory or count it (cuMemAlloc,
+ * cuMemGetInfo), which would otherwise miss what the pools gave back. */
+void pools_settle(struct worker *w);
 
 /*
  * Stream order the program sets up with events (exec_stream.c), for the

@@ -94,7 +94,6 @@ struct mempool *pool_new(struct worker *w, uint32_t id, uint32_t dev);
 long pool_block_find(struct pools *ps, CUdeviceptr p);
 struct pool_block *pool_block_add(struct pools *ps, CUdeviceptr p, uint64_t size,
 				  struct mempool *mp);
-void pools_settle(struct worker *w);
 CUresult pool_trim(struct worker *w, struct mempool *mp, uint64_t keep, bool wait);
 CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstream st,
 		    uint32_t sid, CUdeviceptr *out);
