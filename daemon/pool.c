@@ -232,7 +232,7 @@ CUresult pool_trim(struct worker *w, struct mempool *mp, uint64_t keep, bool wai
 	struct pools *ps = w->pools;
 	CUresult rc = CUDA_SUCCESS;
 
-	for (size_t i = ps->nb; i-- > 0 && mp->reserved > keep;) {
+	for (size_t i = ps->nb; i-- > 0 && mp->reserved > keep && mp->reserved > mp->used;) {
 		struct pool_block *b = &ps->b[i];
 
 		if (b->pool != mp || b->state != BLOCK_CACHED)
@@ -397,6 +397,8 @@ static long find_cached(struct worker *w, struct mempool *mp, uint64_t cls, CUst
 	struct pools *ps = w->pools;
 	long pending = -1;
 
+	if (mp->reserved == mp->used)
+		return -1;	/* nothing cached: no search */
 	for (size_t i = 0; i < ps->nb; i++) {
 		struct pool_block *b = &ps->b[i];
 
