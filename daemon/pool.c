@@ -211,7 +211,8 @@ static CUresult block_release(struct worker *w, size_t i)
 	CUresult rc = vmem_free(&w->vmem, b->addr);
 
 	if (rc)
-		vlog_warn("pool: block %#llx cannot be released: %d", (unsigned long long)b->addr, rc);
+		vlog_warn("pool: block %#llx cannot be released: %d",
+			  (unsigned long long)b->addr, rc);
 	mp->reserved -= b->size;
 	block_drop(w, i);
 	return rc;
@@ -758,7 +759,8 @@ int pools_save(struct worker *w, struct vgpu_ckpt_pool **out, size_t *np,
 			continue;
 		b[k++] = (struct vgpu_ckpt_pool_block){
 			.addr = pb->addr, .size = pb->size, .pool = pb->pool->ckpt_id,
-			.state = pb->state == BLOCK_LIVE ? VGPU_CKPT_BLOCK_LIVE : VGPU_CKPT_BLOCK_CACHED,
+			.state = pb->state == BLOCK_LIVE ? VGPU_CKPT_BLOCK_LIVE
+							 : VGPU_CKPT_BLOCK_CACHED,
 		};
 	}
 	*out = p;
@@ -793,15 +795,15 @@ static int load_pools(struct worker *w, const struct vgpu_ckpt_pool *p, size_t n
 			return -EBADMSG;
 		}
 		if (dead) {
-			mp = calloc(1, sizeof(*mp));
-			struct mempool **z = mp ? realloc(ps->zombies, (ps->nzombies + 1) * sizeof(*z))
-						: NULL;
-			if (!z) {
-				free(mp);
+			struct mempool **z = realloc(ps->zombies, (ps->nzombies + 1) * sizeof(*z));
+
+			mp = z ? calloc(1, sizeof(*mp)) : NULL;
+			if (z)
+				ps->zombies = z;
+			if (!mp) {
 				*why = "out of memory";
 				return -ENOMEM;
 			}
-			ps->zombies = z;
 			ps->zombies[ps->nzombies++] = mp;
 			mp->destroyed = true;
 		} else if (r->id <= (uint32_t)w->device_count) {

@@ -548,8 +548,9 @@ static CUresult location_of(const CUmemLocation *loc, CUmemAllocationType type, 
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type == CU_MEM_ALLOCATION_TYPE_MANAGED)
 		return vgpu_unsupported("managed memory pools");
-	if (loc && loc->type != CU_MEM_LOCATION_TYPE_DEVICE && loc->type != CU_MEM_LOCATION_TYPE_INVALID &&
-	    loc->type < CU_MEM_LOCATION_TYPE_MAX)
+	if (loc && (loc->type == CU_MEM_LOCATION_TYPE_HOST ||
+		    loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+		    loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT))
 		return vgpu_unsupported("host memory pools");
 	return location_device(loc, dev);
 }
@@ -557,7 +558,7 @@ static CUresult location_of(const CUmemLocation *loc, CUmemAllocationType type, 
 VGPU_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *out, CUmemLocation *location,
 					    CUmemAllocationType type)
 {
-	CUdevice dev;
+	CUdevice dev = 0;
 	CUresult rc = location_of(location, type, &dev);
 
 	return rc ? rc : cuDeviceGetDefaultMemPool(out, dev);
@@ -566,7 +567,7 @@ VGPU_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *out, CUmemLocation *lo
 VGPU_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *out, CUmemLocation *location,
 				     CUmemAllocationType type)
 {
-	CUdevice dev;
+	CUdevice dev = 0;
 	CUresult rc = location_of(location, type, &dev);
 
 	return rc ? rc : cuDeviceGetMemPool(out, dev);
@@ -575,7 +576,7 @@ VGPU_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *out, CUmemLocation *location,
 VGPU_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
 				     CUmemoryPool pool)
 {
-	CUdevice dev;
+	CUdevice dev = 0;
 	CUresult rc = location_of(location, type, &dev);
 
 	return rc ? rc : cuDeviceSetMemPool(dev, pool);
@@ -592,8 +593,8 @@ static CUresult graph_mem(CUdevice dev, CUgraphMem_attribute attr, bool set, uin
 	if (!rc)
 		rc = device_ok(dev);
 	if (!rc)
-		rc = vgpu_call5(VGPU_OP_GRAPH_MEM_ATTR, 0, 0, (uint64_t)dev, (uint64_t)attr, set, v, 0,
-				&c);
+		rc = vgpu_call5(VGPU_OP_GRAPH_MEM_ATTR, 0, 0, (uint64_t)dev, (uint64_t)attr, set,
+				v, 0, &c);
 	if (!rc && out)
 		*out = c.val[0];
 	return rc;
