@@ -21,7 +21,8 @@
 /* Live allocations by address: sorted, small, searched in halves. */
 struct pool_alloc {
 	uint64_t addr;
-	struct vgpu_pool *pool;		/* NULL: a graph's memory */
+	struct vgpu_pool *pool;		/* NULL: a graph's, or its pool was destroyed */
+	bool graph;			/* a graph's memory (a captured allocation) */
 };
 
 static struct {
@@ -48,12 +49,13 @@ static size_t lower(uint64_t p)
 }
 
 /* Called with P.lock held. */
-static bool note(uint64_t p, struct vgpu_pool *pool)
+static bool note(uint64_t p, struct vgpu_pool *pool, bool graph)
 {
 	size_t i = lower(p);
 
 	if (i < P.n && P.a[i].addr == p) {
-		P.a[i].pool = pool;
+		P.a[i].pool = graph ? NULL : pool;
+		P.a[i].graph = graph;
 		return true;
 	}
 	if (P.n == P.cap) {
@@ -66,7 +68,7 @@ static bool note(uint64_t p, struct vgpu_pool *pool)
 		P.cap = cap;
 	}
 	memmove(&P.a[i + 1], &P.a[i], (P.n - i) * sizeof(*P.a));
-	P.a[i] = (struct pool_alloc){ .addr = p, .pool = pool };
+	P.a[i] = (struct pool_alloc){ .addr = p, .pool = graph ? NULL : pool, .graph = graph };
 	P.n++;
 	return true;
 }
@@ -199,7 +201,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct vgpu_pool *p
 	}
 	/* During capture the memory is the graph's: no pool answers for it. */
 	pthread_mutex_lock(&P.lock);
-	note(c.val[0], c.val[1] ? NULL : pool);
+	note(c.val[0], pool, c.val[1] != 0);
 	pthread_mutex_unlock(&P.lock);
 	/* A graph's memory goes with the graph, which this table would not
 	 * see: the worker answers for its range. */
@@ -269,7 +271,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
 	pthread_mutex_lock(&P.lock);
 	i = find(p);
 	known = i >= 0;
-	graph = known && !P.a[i].pool;
+	graph = known && P.a[i].graph;
 	if (known && !graph)
 		drop(i);	/* a graph's memory stays known: launches make it again */
 	pthread_mutex_unlock(&P.lock);
