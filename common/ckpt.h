@@ -213,6 +213,9 @@ int vgpu_ckpt_check_crc(struct vgpu_ckpt_reader *r, unsigned i, uint32_t crc);
 
 /* "allocation data", ..., or "type 0x42". buf: 24 bytes, used for unknown types. */
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf);
+/* True for a section type this build reads (types in the gaps between the
+ * blocks of ckpt.h are not). */
+int vgpu_ckpt_section_known(uint32_t type);
 /* "'NAME' (GPU-xxxxxxxx-xxxx-..., sm_90, 80 GiB)" into buf (256 bytes). */
 const char *vgpu_ckpt_gpu_describe(const struct vgpu_ckpt_gpu *g, char *buf);
 /*

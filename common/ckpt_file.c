@@ -22,8 +22,15 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_CLIENT] = "client",
 	[VGPU_CKPT_SEC_DIGESTS] = "content digests",
 	[VGPU_CKPT_SEC_PARENT] = "parent path",
+	[VGPU_CKPT_SEC_POOLS] = "memory pools",
+	[VGPU_CKPT_SEC_POOL_BLOCKS] = "pool blocks",
 	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
 };
+
+int vgpu_ckpt_section_known(uint32_t type)
+{
+	return type < VGPU_CKPT_SEC_NR && names[type];
+}
 
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf)
 {

@@ -124,7 +124,8 @@
 	X(cuStreamWaitValue32_v2) \
 	X(cuStreamWaitValue64_v2) \
 	X(cuStreamBatchMemOp_v2) \
-	X(cuMemPrefetchAsync_v2)
+	X(cuMemPrefetchAsync_v2) \
+	X(cuThreadExchangeStreamCaptureMode)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

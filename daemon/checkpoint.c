@@ -566,6 +566,24 @@ static int write_contexts(struct ckpt_run *r)
 	return ret;
 }
 
+/* The pools and the blocks they hold (their bytes are in ALLOCS). */
+static int write_pools(struct ckpt_run *r)
+{
+	struct vgpu_ckpt_pool *p;
+	struct vgpu_ckpt_pool_block *b;
+	size_t np, nb;
+	int ret = pools_save(r->w, &p, &np, &b, &nb);
+
+	if (ret)
+		return fail(r, ret, "out of memory");
+	ret = table(r, VGPU_CKPT_SEC_POOLS, 0, p, np, sizeof(*p), NULL, 0);
+	if (!ret)
+		ret = table(r, VGPU_CKPT_SEC_POOL_BLOCKS, 0, b, nb, sizeof(*b), NULL, 0);
+	free(p);
+	free(b);
+	return ret;
+}
+
 /* Everything of the session into r->sink, in file order. */
 static int collect(struct ckpt_run *r)
 {
@@ -596,6 +614,8 @@ static int collect(struct ckpt_run *r)
 		ret = write_streams_events(r);
 	if (!ret)
 		ret = write_stream_attrs(r);
+	if (!ret)
+		ret = write_pools(r);
 	free(r->alloc);
 	free(r->dg);
 	r->alloc = NULL;

@@ -141,6 +141,7 @@ static enum op_status op_ctx_synchronize(struct worker *w, struct op_call *call)
 {
 	CUresult rc = w->B.cuStreamQuery(NULL);
 
+	pools_sync_point(w);
 	/* Nothing queued anywhere answers at once; otherwise wait off-ring. */
 	if (rc == CUDA_SUCCESS) {
 		call->cqe->result = w->B.cuCtxSynchronize();
@@ -186,6 +187,7 @@ static enum op_status op_mem_get_info(struct worker *w, struct op_call *call)
 {
 	size_t free_b = 0, total = 0;
 
+	pools_settle(w);
 	call->cqe->result = w->B.cuMemGetInfo_v2(&free_b, &total);
 	call->cqe->val[0] = free_b;
 	call->cqe->val[1] = total;

@@ -48,14 +48,18 @@ static enum op_status op_end_capture(struct worker *w, struct op_call *call)
 	if (!rc && (!id || obj_get(&w->graphs, id)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
+		uint64_t cid = pools_capture_id(w, st);
+
 		rc = w->B.cuStreamEndCapture(st, &g);
 		/* Ended either way unless the stream was not capturing. */
 		if (rc != CUDA_ERROR_ILLEGAL_STATE && w->captures)
 			w->captures--;
-	}
-	if (!rc && obj_insert(&w->graphs, id, g, call->sqe->ctx, NULL)) {
-		w->B.cuGraphDestroy(g);
-		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		if (!rc && obj_insert(&w->graphs, id, g, call->sqe->ctx, NULL)) {
+			w->B.cuGraphDestroy(g);
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		/* Memory allocated in the capture is the graph's from now on. */
+		pools_capture_end(w, cid, rc ? 0 : id);
 	}
 	call->cqe->result = rc;
 	return OP_DONE;
@@ -101,6 +105,8 @@ static enum op_status op_instantiate(struct worker *w, struct op_call *call)
 		w->B.cuGraphExecDestroy(ge);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (!rc)
+		pools_graph_instantiated(w, (uint32_t)s->arg[0], (uint32_t)s->arg[1]);
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -116,6 +122,8 @@ static enum op_status op_launch_graph(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = call->sqe->opcode == VGPU_OP_GRAPH_UPLOAD ? w->B.cuGraphUpload(e->obj, st)
 							       : w->B.cuGraphLaunch(e->obj, st);
+	if (!rc && call->sqe->opcode == VGPU_OP_GRAPH_LAUNCH)
+		pools_graph_launched(w, (uint32_t)call->sqe->arg[0]);
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -135,6 +143,8 @@ static enum op_status op_destroy(struct worker *w, struct op_call *call)
 	if (!exec)
 		graph_nodes_forget((uint32_t)call->sqe->arg[0]);
 	obj_remove(t, call->sqe->arg[0]);
+	pools_graph_gone(w, exec ? 0 : (uint32_t)call->sqe->arg[0],
+			 exec ? (uint32_t)call->sqe->arg[0] : 0);
 	return OP_DONE;
 }
 

@@ -32,6 +32,7 @@ static enum op_status op_mem_alloc(struct worker *w, struct op_call *call)
 {
 	CUdeviceptr p = 0;
 
+	pools_settle(w);
 	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), call->sqe->arg[0], &p);
 	call->cqe->val[0] = p;
 	return OP_DONE;
@@ -51,6 +52,7 @@ static enum op_status op_mem_alloc_pitch(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	pitch &= ~511ull;
+	pools_settle(w);
 	call->cqe->result = vmem_alloc(&w->vmem, ctx_device(w), bytes, &p);
 	call->cqe->val[0] = p;
 	call->cqe->val[1] = pitch;
@@ -60,7 +62,13 @@ static enum op_status op_mem_alloc_pitch(struct worker *w, struct op_call *call)
 static enum op_status op_mem_free(struct worker *w, struct op_call *call)
 {
 	/* cuMemFree waits for the device, so nothing still uses the memory. */
-	CUresult rc = w->B.cuCtxSynchronize();
+	CUresult rc;
+
+	if (pools_mem_free(w, call->sqe->arg[0], &rc)) {
+		call->cqe->result = rc;
+		return OP_DONE;
+	}
+	rc = w->B.cuCtxSynchronize();
 
 	call->cqe->result = rc ? rc : vmem_free(&w->vmem, call->sqe->arg[0]);
 	return OP_DONE;

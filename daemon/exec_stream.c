@@ -50,6 +50,7 @@ static enum op_status op_stream_destroy(struct worker *w, struct op_call *call)
 	/* The driver lets queued work finish after destroy, as CUDA promises. */
 	call->cqe->result = w->B.cuStreamDestroy_v2(e->obj);
 	obj_remove(&w->streams, call->sqe->arg[0]);
+	pools_stream_gone(w, (uint32_t)call->sqe->arg[0]);
 	return OP_DONE;
 }
 
@@ -57,6 +58,8 @@ static enum op_status op_stream_sync(struct worker *w, struct op_call *call)
 {
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
+
+	pools_sync_point(w);
 
 	if (rc) {
 		call->cqe->result = rc;
@@ -90,6 +93,8 @@ static enum op_status op_stream_wait_event(struct worker *w, struct op_call *cal
 	if (!rc && !ev)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	call->cqe->result = rc ? rc : w->B.cuStreamWaitEvent(st, ev, (unsigned int)call->sqe->arg[1]);
+	if (!call->cqe->result)
+		pools_stream_waited(w, call->sqe->stream, (uint32_t)call->sqe->arg[0], st);
 	return OP_DONE;
 }
 
@@ -179,6 +184,7 @@ static enum op_status op_event_destroy(struct worker *w, struct op_call *call)
 
 	call->cqe->result = ev ? w->B.cuEventDestroy_v2(ev) : CUDA_ERROR_INVALID_HANDLE;
 	obj_remove(&w->events, call->sqe->arg[0]);
+	pools_event_gone(w, (uint32_t)call->sqe->arg[0]);
 	return OP_DONE;
 }
 
@@ -192,6 +198,8 @@ static enum op_status op_event_record(struct worker *w, struct op_call *call)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	call->cqe->result = rc ? rc : w->B.cuEventRecordWithFlags(ev, st,
 								  (unsigned int)call->sqe->arg[1]);
+	if (!call->cqe->result)
+		pools_event_recorded(w, (uint32_t)call->sqe->arg[0], call->sqe->stream, st);
 	return OP_DONE;
 }
 
@@ -204,6 +212,7 @@ static enum op_status op_event_sync(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
+	pools_sync_point(w);
 	rc = w->B.cuEventQuery(ev);
 	if (rc != CUDA_ERROR_NOT_READY) {
 		call->cqe->result = rc;

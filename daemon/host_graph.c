@@ -157,3 +157,16 @@ CUresult host_cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, cons
 	(void)n;
 	return no_graphs("cuGraphAddDependencies");
 }
+
+/* Nothing captures here, but the thread's mode is kept as the driver keeps it. */
+CUresult host_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	static __thread CUstreamCaptureMode cur = CU_STREAM_CAPTURE_MODE_GLOBAL;
+	CUstreamCaptureMode old = cur;
+
+	if (!mode || (unsigned int)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	cur = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}

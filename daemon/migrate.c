@@ -743,6 +743,28 @@ static int stream_attrs(struct rebuild *b)
 }
 
 /* The ring as the old worker left it: everything it took was released. */
+/* The pools around blocks memory() brought back; files without them had none. */
+static int pools(struct rebuild *b)
+{
+	struct vgpu_ckpt_pool *p = NULL;
+	struct vgpu_ckpt_pool_block *blk = NULL;
+	const char *why = NULL;
+	size_t np = 0, nb = 0, off;
+	int ret = 0;
+
+	if (vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_POOLS, 0) < 0)
+		return 0;
+	ret = read_table(b, VGPU_CKPT_SEC_POOLS, 0, sizeof(*p), (void **)&p, &np, &off, NULL);
+	if (!ret)
+		ret = read_table(b, VGPU_CKPT_SEC_POOL_BLOCKS, 0, sizeof(*blk), (void **)&blk, &nb,
+				 &off, NULL);
+	if (!ret && (ret = pools_load(b->w, p, np, blk, nb, &why)))
+		fail(b, ret, "memory pools: %s", why);
+	free(p);
+	free(blk);
+	return ret;
+}
+
 static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
 {
 	const struct vgpu_welcome *wl = &st->wl;
@@ -847,6 +869,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		ret = streams_events(&b);
 	if (!ret)
 		ret = stream_attrs(&b);
+	if (!ret)
+		ret = pools(&b);
 	if (b.bounce) {
 		w->B.cuMemHostUnregister(b.bounce);
 		free(b.bounce);

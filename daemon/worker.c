@@ -409,6 +409,11 @@ int worker_build_memory(struct worker *w, struct vgpu_welcome *wl)
 		vlog_err("worker: cannot map the host pool: %s", strerror(-ret));
 		return ret;
 	}
+	ret = pools_init(w);
+	if (ret) {
+		vlog_err("worker: cannot set the memory pools up");
+		return ret;
+	}
 	wl->dev_window_base = w->vmem.base;
 	wl->dev_window_size = w->vmem.size;
 	wl->host_pool_base = (uint64_t)(uintptr_t)w->pool.base;

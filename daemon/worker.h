@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "hostpool.h"
 #include "objects.h"
+#include "pool.h"
 #include "ring.h"
 #include "stats.h"
 #include "vmem.h"
@@ -88,6 +89,7 @@ struct worker {
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
+	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 };
 
 /*
@@ -134,6 +136,7 @@ extern const struct op_desc exec_graph_node_ops[];
 /* exec_graph_node.c: the node ids of a graph being destroyed are dropped. */
 void graph_nodes_forget(uint32_t graph);
 extern const struct op_desc exec_streamops_ops[];
+extern const struct op_desc exec_pool_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */

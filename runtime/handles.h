@@ -21,6 +21,7 @@ enum vgpu_kind {
 	VGPU_K_FUNC,
 	VGPU_K_GRAPH,
 	VGPU_K_GRAPH_EXEC,
+	VGPU_K_POOL,		/* default pools of device d are d + 1 */
 	VGPU_K_COUNT
 };
 
@@ -35,6 +36,7 @@ VGPU_HIDDEN void vgpu_id_free(enum vgpu_kind k, uint32_t id);
 #define VGPU_FUNC_MAGIC		0x7666756eu	/* "vfun" */
 #define VGPU_GRAPH_MAGIC	0x76677270u	/* "vgrp" */
 #define VGPU_GRAPH_EXEC_MAGIC	0x76677865u	/* "vgxe" */
+#define VGPU_POOL_MAGIC		0x76706f6cu	/* "vpol" */
 
 /* context.c */
 struct vgpu_ctx {
@@ -108,5 +110,19 @@ VGPU_HIDDEN CUresult vgpu_func_resolve(CUfunction h, struct vgpu_func **out);
  * priority attribute changes. */
 VGPU_HIDDEN CUresult vgpu_stream_lookup(CUstream h, bool ptds, struct vgpu_stream **st,
 					struct vgpu_ctx **ctx);
+
+/* pool.c: CUmemoryPool */
+struct vgpu_pool {
+	uint32_t magic;
+	uint32_t id;
+	CUdevice dev;
+	unsigned int handle_types;	/* CUmemPoolProps.handleTypes */
+	bool is_default;
+};
+
+/* The pool a device pointer was allocated from (NULL: none), and that the
+ * memory at p was freed outside pool.c (cuMemFree). */
+VGPU_HIDDEN CUmemoryPool vgpu_pool_of(uint64_t p);
+VGPU_HIDDEN void vgpu_pool_forget(uint64_t p);
 
 #endif

@@ -47,11 +47,13 @@ static const char *const kind_name[VGPU_K_COUNT] = {
 	[VGPU_K_FUNC] = "function",
 	[VGPU_K_GRAPH] = "graph",
 	[VGPU_K_GRAPH_EXEC] = "graph instance",
+	[VGPU_K_POOL] = "memory pool",
 };
 
 static uint32_t first_id(enum vgpu_kind k)
 {
-	return k == VGPU_K_CTX ? CTX_FIRST_ID : 1u;
+	/* Pools skip the default pools' ids too. */
+	return k == VGPU_K_CTX || k == VGPU_K_POOL ? CTX_FIRST_ID : 1u;
 }
 
 /* Marks ids 0 .. first_id(k)-1 in words [from, s->words) as taken. */

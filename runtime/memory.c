@@ -291,6 +291,7 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_VALUE;	/* inside an allocation */
 	rc = vgpu_ctx_current(&ctx);
 	if (untrack(&mem.dev, dptr, &r)) {
+		vgpu_pool_forget(dptr);
 		if (r.ctx)
 			ctx = r.ctx;
 		else if (rc)
@@ -731,7 +732,7 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 		PUT(unsigned long long, 0);
 		break;
 	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-		PUT(CUmemoryPool, NULL);
+		PUT(CUmemoryPool, dev ? vgpu_pool_of(r->base) : NULL);
 		break;
 	case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
 		return vgpu_unsupported("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_P2P_TOKENS)");

@@ -125,7 +125,10 @@ enum {
 	VGPU_CKPT_SEC_DIGESTS,		/* struct vgpu_ckpt_digest records */
 	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
 
-	/* streamops */
+	/* Later types come in blocks: 20..24 the client's virtual memory, 25..29
+	 * memory pools, 30..31 streams' attributes. A type in a gap is unknown. */
+	VGPU_CKPT_SEC_POOLS = 25,	/* struct vgpu_ckpt_pool records */
+	VGPU_CKPT_SEC_POOL_BLOCKS,	/* struct vgpu_ckpt_pool_block records */
 	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
@@ -279,6 +282,36 @@ struct vgpu_ckpt_digest {
 	uint32_t reserved;
 };
 
+/* A memory pool (cuMemPoolCreate, or a device's default pool). */
+#define VGPU_CKPT_POOL_DESTROYED	(1u << 0)	/* destroyed; blocks still live */
+#define VGPU_CKPT_POOL_FOLLOW		(1u << 1)	/* CU_MEMPOOL_ATTR_REUSE_* */
+#define VGPU_CKPT_POOL_OPPORTUNISTIC	(1u << 2)
+#define VGPU_CKPT_POOL_INTERNAL		(1u << 3)
+#define VGPU_CKPT_POOL_FLAGS		0xfu
+
+struct vgpu_ckpt_pool {
+	uint32_t id;		/* the worker's id (the runtime's handle names it) */
+	uint32_t device;	/* ordinal within the session */
+	uint32_t handle_types;	/* CUmemAllocationHandleType bits it was made with */
+	uint32_t flags;		/* VGPU_CKPT_POOL_* */
+	uint64_t threshold;	/* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+	uint64_t max_size;	/* as created (0: none) */
+	uint64_t reserved_high, used_high;
+	uint64_t reserved[2];
+};
+
+/* A block a pool holds; its bytes are an ALLOCS record of the same address. */
+#define VGPU_CKPT_BLOCK_LIVE	1u	/* handed to the program */
+#define VGPU_CKPT_BLOCK_CACHED	2u	/* freed, kept for reuse */
+
+struct vgpu_ckpt_pool_block {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t pool;		/* vgpu_ckpt_pool.id */
+	uint32_t state;		/* VGPU_CKPT_BLOCK_* */
+	uint64_t reserved;
+};
+
 /* Who the session was: only that process may take it up again. */
 struct vgpu_ckpt_client {
 	uint32_t pid;		/* as SO_PEERCRED saw it */
@@ -304,5 +337,7 @@ _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_digest) == 40, "digest record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_pool) == 64, "pool record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_pool_block) == 32, "pool block record layout");
 
 #endif

@@ -364,6 +364,21 @@ enum vgpu_op {
 	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
 					 * R: val0 TPCs, slot: val0 vGPC ids
 					 * then val0 mTPC ids */
+	/* stream-ordered allocation and memory pools: pool ids are issued by
+	 * the client; the default pool of device d is id d + 1 */
+	VGPU_OP_POOL_CREATE = 0xD0,	/* arg0 pool id, arg1 device, arg2 handle types,
+					 * arg3 max size (0: none) */
+	VGPU_OP_POOL_DESTROY,		/* arg0 pool id */
+	VGPU_OP_POOL_SET_ATTR,		/* arg0 pool id, arg1 CUmemPool_attribute, arg2 value */
+	VGPU_OP_POOL_GET_ATTR,		/* arg0 pool id, arg1 CUmemPool_attribute; R: val0 */
+	VGPU_OP_POOL_TRIM,		/* arg0 pool id, arg1 bytes to keep */
+	VGPU_OP_MEM_ALLOC_ASYNC,	/* sqe.stream, arg0 pool id, arg1 bytes; R: val0 address,
+					 * val1 1: a graph's (the stream captures) */
+	VGPU_OP_MEM_FREE_ASYNC,		/* sqe.stream, arg0 address (asynchronous) */
+	VGPU_OP_GRAPH_MEM_ATTR,		/* arg0 device, arg1 CUgraphMem_attribute, arg2 1: set
+					 * (arg3 the value) 0: get; R: val0 */
+	VGPU_OP_GRAPH_MEM_TRIM,		/* arg0 device */
+
 	/* stream attributes, stream memory operations, context events, prefetch
 	 * (streamops) */
 	VGPU_OP_STREAM_SET_ATTR = 0xE0,	/* sqe.stream, arg0 CUstreamAttrID;
