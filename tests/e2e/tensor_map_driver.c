@@ -112,8 +112,11 @@ static void tiled_checks(CUtensorMap *m)
 				       (void *)(uintptr_t)(base + 4096));
 	expect(!rc && !memcmp((char *)m + 32, &c, sizeof(c)),
 	       "replace address: a map not 64-byte aligned too", rc);
-	rc = cuTensorMapReplaceAddress(NULL, (void *)(uintptr_t)base);
-	expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "replace address: no map is refused", rc);
+	if (vgpu) {	/* no map: the driver crashes */
+		rc = cuTensorMapReplaceAddress(NULL, (void *)(uintptr_t)base);
+		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "replace address: no map is refused",
+			    rc);
+	}
 
 	t = good();
 	t.rank = 5;
