@@ -5,9 +5,11 @@
  * keeps in a CUdevResource's internal bytes, this backend keeps as:
  *   4  u32 magic "VRSH"   8 u32 device   12 u32 split instance (0: whole)
  *  16  u32 first SM      20 u32 flags (HOST_RES_SPLIT_OUTPUT)
- * Partition sizes follow the driver's guideline for compute capability
- * 9.0: at least 8 SMs, a multiple of 8 (with IGNORE_SM_COSCHEDULING: 2 and
- * 2). The host backend has no green contexts; a descriptor is checked and
+ * Partition sizes follow the driver (580, an H100): at least 8 SMs, a
+ * multiple of 8, a minimum partition of 8 and a co-scheduled alignment of
+ * 8 reported (with IGNORE_SM_COSCHEDULING: 2 and 2). Like the driver, a
+ * descriptor takes any SM resources of the device: groups of several
+ * splits, a group with the rest, the whole device. The host backend has no green contexts; a descriptor is checked and
  * kept, and nothing can be created from it (cuGreenCtxCreate is refused).
  */
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 #define HOST_RES_MAGIC		0x48535256u	/* "VRSH" */
 #define HOST_RES_SPLIT_OUTPUT	1u
 #define HOST_SM_MIN		8u
-#define HOST_SM_ALIGN		2u	/* a TPC: two SMs always scheduled together */
+#define HOST_SM_ALIGN		8u	/* what the driver reports for an H100 */
 #define HOST_SM_GRANULE		8u
 #define HOST_SM_MIN_LOOSE	2u
 
@@ -119,8 +121,8 @@ CUresult host_cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *n
 		rc = res_check(in, &t);
 	if (rc)
 		return rc;
-	if (min_count > in->sm.smCount)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (min_count > in->sm.smCount)	/* the driver's answer */
+		return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
 	/* A split's groups are split again only through a green context. */
 	if (t.flags & HOST_RES_SPLIT_OUTPUT)
 		return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
@@ -161,8 +163,8 @@ CUresult host_cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *
 		rc = CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; !rc && i < n; i++) {
 		rc = res_check(&res[i], i ? &t : &first);
-		/* Several resources: one device, one split instance. */
-		if (!rc && i && (t.device != first.device || t.split != first.split || !t.split))
+		/* Several resources: one device (of any splits, as the driver). */
+		if (!rc && i && t.device != first.device)
 			rc = CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
 	}
 	if (rc)

@@ -143,8 +143,8 @@ static CUresult check_common(CUtensorMapDataType t, cuuint32_t rank, void *addr,
 	for (cuuint32_t i = 0; i + 1 < rank; i++)
 		if (strides[i] % smul || strides[i] >= (1ull << 40))
 			return CUDA_ERROR_INVALID_VALUE;
-	if (il == CU_TENSOR_MAP_INTERLEAVE_32B && sw != CU_TENSOR_MAP_SWIZZLE_32B)
-		return CUDA_ERROR_INVALID_VALUE;
+	/* The documentation pairs the 32B interleave with the 32B swizzle;
+	 * the driver (580) takes it with any swizzle, so does this. */
 	if (t == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B && il != CU_TENSOR_MAP_INTERLEAVE_NONE)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (t == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B &&
@@ -172,11 +172,13 @@ static CUresult check_inner(CUtensorMapDataType t, uint64_t inner_elems, CUtenso
 	return CUDA_SUCCESS;
 }
 
+/* The documentation wants the map 64-byte aligned; the driver (580)
+ * writes an unaligned one all the same. */
 static CUresult check_map_out(CUtensorMap *m)
 {
 	CUresult rc = host_check_init();
 
-	if (!rc && (!m || (uintptr_t)m % 64))
+	if (!rc && !m)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	return rc;
 }
@@ -311,8 +313,11 @@ CUresult host_cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType t,
 	if (lower < -32768 || lower > 32767 || upper < -32768 || upper > 32767 ||
 	    (int64_t)dim[1] + upper - lower <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* Only these swizzles; the packed 16-byte types lose the 64-byte one. */
-	if (sw != CU_TENSOR_MAP_SWIZZLE_128B && sw != CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B &&
+	/* Only these swizzles (none too: the documentation asks for one, the
+	 * driver, 580, takes none); the packed 16-byte types lose the 64-byte
+	 * one. */
+	if (sw != CU_TENSOR_MAP_SWIZZLE_NONE && sw != CU_TENSOR_MAP_SWIZZLE_128B &&
+	    sw != CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B &&
 	    (sw != CU_TENSOR_MAP_SWIZZLE_64B || packed16(t)))
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = check_pixels(t, channels, pixels, mode == CU_TENSOR_MAP_IM2COL_WIDE_MODE_W);

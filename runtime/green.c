@@ -64,6 +64,10 @@ VGPU_EXPORT CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource
 	struct vgpu_ctx *ctx;
 	CUresult rc = vgpu_initialized();
 
+	/* No context is not the current one here: the driver (580) says
+	 * CUDA_ERROR_INVALID_CONTEXT even with one current. */
+	if (!rc && !hCtx)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
 	if (!rc)
 		rc = vgpu_ctx_resolve(hCtx, &ctx);
 	if (rc)

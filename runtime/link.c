@@ -349,7 +349,7 @@ VGPU_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *
 		return rc;
 	if (!l)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (!cubinOut || !sizeOut)
+	if (!cubinOut)	/* no size pointer: the driver (580) links all the same */
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = run_link(l, ctx->id, &bytes);
 	if (rc)
@@ -367,7 +367,8 @@ VGPU_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *
 	l->cubin = cubin;
 	l->cubin_size = bytes;
 	*cubinOut = cubin;
-	*sizeOut = bytes;
+	if (sizeOut)
+		*sizeOut = bytes;
 	return CUDA_SUCCESS;
 }
 

@@ -3,7 +3,8 @@
  * Device resources (the green-context queries cuDNN and cuBLASLt make):
  * the device's and the context's SMs match the device attribute, splits
  * add up and honour the minimum, descriptors are made from one split and
- * refused across two, and bad input is refused as documented. Creating a
+ * across two, and bad input is refused as the driver (580, an H100) does,
+ * which is not always as documented (see each check). Creating a
  * green context may succeed (a real driver) or be refused as not
  * supported (vgpu): either is accepted, and nothing printed tells which.
  *
@@ -11,11 +12,13 @@
  * backend; exit 0 pass, 1 fail.
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 static int checks, failures;
+static bool vgpu;	/* under vgpu: its runtime exports this */
 
 static void expect(bool ok, const char *what, CUresult rc)
 {
@@ -27,6 +30,16 @@ static void expect(bool ok, const char *what, CUresult rc)
 	failures++;
 	printf("FAIL %s\n", what);
 	fprintf(stderr, "green_driver: %s: got %d\n", what, rc);
+}
+
+/* What only vgpu promises (the driver crashes): stderr, under vgpu only. */
+static void expect_vgpu(bool ok, const char *what, CUresult rc)
+{
+	if (!vgpu)
+		return;
+	if (!ok)
+		failures++;
+	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
 }
 
 int main(void)
@@ -41,6 +54,8 @@ int main(void)
 	bool min_ok = true;
 	CUresult rc;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a crash shows where */
+	vgpu = dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx) || cuDeviceGetCount(&count) ||
 	    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) {
@@ -51,13 +66,16 @@ int main(void)
 	rc = cuDeviceGetDevResource(dev, &dr, CU_DEV_RESOURCE_TYPE_SM);
 	expect(!rc && dr.type == CU_DEV_RESOURCE_TYPE_SM && dr.sm.smCount == (unsigned)sms,
 	       "the device's SM resource has the device's SM count", rc);
+	/* The SM count need not be a multiple of the alignment (132 and 8). */
 	expect(!rc && dr.sm.minSmPartitionSize > 0 && dr.sm.smCoscheduledAlignment > 0 &&
-	       dr.sm.smCount % dr.sm.smCoscheduledAlignment == 0,
-	       "its partition size and alignment are set, the count a multiple of the alignment", rc);
+	       dr.sm.minSmPartitionSize % dr.sm.smCoscheduledAlignment == 0,
+	       "its partition size and alignment are set, the size a multiple of the alignment",
+	       rc);
 	rc = cuCtxGetDevResource(ctx, &cr, CU_DEV_RESOURCE_TYPE_SM);
 	expect(!rc && cr.sm.smCount == (unsigned)sms, "the context's SM resource is the device's", rc);
+	/* NULL is not the current context here, though one is current. */
 	rc = cuCtxGetDevResource(NULL, &cr, CU_DEV_RESOURCE_TYPE_SM);
-	expect(!rc && cr.sm.smCount == (unsigned)sms, "so is the current context's", rc);
+	expect(rc == CUDA_ERROR_INVALID_CONTEXT, "no context is refused, even with one current", rc);
 	rc = cuDeviceGetDevResource(dev, &bad, CU_DEV_RESOURCE_TYPE_INVALID);
 	expect(rc == CUDA_ERROR_INVALID_RESOURCE_TYPE, "an invalid resource type is refused", rc);
 	rc = cuDeviceGetDevResource(dev, NULL, CU_DEV_RESOURCE_TYPE_SM);
@@ -79,7 +97,8 @@ int main(void)
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a split without a group count is refused", rc);
 	n = 1;
 	rc = cuDevSmResourceSplitByCount(groups, &n, &dr, NULL, 0, (unsigned)sms + 1);
-	expect(rc == CUDA_ERROR_INVALID_VALUE, "a minimum over the SM count is refused", rc);
+	expect(rc == CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
+	       "a minimum over the SM count is refused", rc);
 	memcpy(&bad, &dr, sizeof(bad));
 	bad.type = CU_DEV_RESOURCE_TYPE_INVALID;
 	n = 1;
@@ -92,14 +111,24 @@ int main(void)
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor with no output is refused", rc);
 	rc = cuDevResourceGenerateDesc(&desc, NULL, 1);
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor of no resources is refused", rc);
+	if (vgpu) {	/* a count of 0: the driver crashes */
+		rc = cuDevResourceGenerateDesc(&desc, groups, 0);
+		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor of 0 resources is refused",
+			    rc);
+	}
 	m = 2;
 	rc = cuDevSmResourceSplitByCount(other, &m, &dr, NULL, 0, 8);
 	if (!rc && m >= 1 && sms >= 32) {
 		mixed[0] = groups[0];
 		mixed[1] = other[0];
+		/* The documentation suggests one split; the driver takes two. */
 		rc = cuDevResourceGenerateDesc(&desc, mixed, 2);
-		expect(rc == CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
-		       "a descriptor of groups from two splits is refused", rc);
+		expect(!rc && desc, "a descriptor of groups from two splits", rc);
+		mixed[1] = rest;
+		rc = cuDevResourceGenerateDesc(&desc, mixed, 2);
+		expect(!rc && desc, "a descriptor of a group and the rest", rc);
+		rc = cuDevResourceGenerateDesc(&desc, &dr, 1);
+		expect(!rc && desc, "a descriptor of the whole device", rc);
 	} else {
 		expect(false, "a second split for the mixed descriptor", rc);
 	}

@@ -7,10 +7,15 @@
  * backend too (it links PTX inputs into one PTX image and emulates
  * vgpu_poke_u32 by name).
  *
+ * The driver's answers (580, an H100) are the rule: a state that is no
+ * link state crashes the driver (it frees what it is given), so vgpu's
+ * refusal of one is checked under vgpu only, on stderr.
+ *
  * One line per check on stdout, nothing that depends on the backend (log
  * texts and times are not printed); exit 0 pass, 1 fail.
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 static int checks, failures;
+static bool vgpu;	/* under vgpu: its runtime exports this */
 
 static void expect(bool ok, const char *what, CUresult rc)
 {
@@ -32,10 +38,10 @@ static void expect(bool ok, const char *what, CUresult rc)
 	fprintf(stderr, "link_driver: %s: got %d\n", what, rc);
 }
 
-/* What only vgpu promises (see graph_driver.c): stderr, under vgpu only. */
+/* What only vgpu promises (the driver crashes): stderr, under vgpu only. */
 static void expect_vgpu(bool ok, const char *what, CUresult rc)
 {
-	if (!getenv("VGPU_SOCKET"))
+	if (!vgpu)
 		return;
 	if (!ok)
 		failures++;
@@ -144,6 +150,17 @@ static void bad_input(void)
 	expect(rc == CUDA_ERROR_FILE_NOT_FOUND, "a missing file is refused", rc);
 	rc = cuLinkComplete(st, NULL, &size);
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "completing with nowhere to put the image", rc);
+	rc = cuLinkAddData(st, CU_JIT_INPUT_PTX, (void *)callee, 0, "empty", 0, NULL, NULL);
+	expect(rc == CUDA_ERROR_INVALID_VALUE, "an input of 0 bytes is refused", rc);
+	rc = cuLinkAddFile(st, CU_JIT_INPUT_PTX, NULL, 0, NULL, NULL);
+	expect(rc == CUDA_ERROR_INVALID_VALUE, "an input without a path is refused", rc);
+	rc = cuLinkAddData(NULL, CU_JIT_INPUT_PTX, (void *)callee, sizeof(callee), "a", 0, NULL,
+			   NULL);
+	expect(rc == CUDA_ERROR_INVALID_HANDLE, "an input to no link state is refused", rc);
+	rc = cuLinkComplete(NULL, &cubin, &size);
+	expect(rc == CUDA_ERROR_INVALID_HANDLE, "completing no link state is refused", rc);
+	rc = cuLinkDestroy(NULL);
+	expect(rc == CUDA_ERROR_INVALID_HANDLE, "destroying no link state is refused", rc);
 	rc = cuLinkAddData(st, CU_JIT_INPUT_PTX, (void *)broken, sizeof(broken), "broken.ptx", 0,
 			   NULL, NULL);
 	if (!rc)	/* vgpu compiles at cuLinkComplete; the driver at once */
@@ -166,6 +183,20 @@ static void bad_input(void)
 	expect(rc != CUDA_SUCCESS, "a kernel defined twice fails the link", rc);
 	cuLinkDestroy(st);
 
+	/* No size pointer: the driver links all the same. */
+	rc = create(&st, values);
+	if (!rc)
+		rc = cuLinkAddData(st, CU_JIT_INPUT_PTX, (void *)callee, sizeof(callee), "a", 0,
+				   NULL, NULL);
+	cubin = NULL;
+	if (!rc)
+		rc = cuLinkComplete(st, &cubin, NULL);
+	expect(!rc && cubin, "completing without a size pointer", rc);
+	cuLinkDestroy(st);
+
+	if (!vgpu)	/* the driver crashes on these */
+		return;
+
 	rc = cuLinkComplete((CUlinkState)junk, &cubin, &size);
 	expect_vgpu(rc == CUDA_ERROR_INVALID_HANDLE, "completing a bogus link state", rc);
 	rc = cuLinkDestroy((CUlinkState)junk);
@@ -179,6 +210,8 @@ int main(void)
 	CUdevice dev;
 	int fd;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a crash shows where */
+	vgpu = dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx)) {
 		printf("FATAL setup\n");
