@@ -88,6 +88,9 @@ static int drain(struct ckpt_run *r)
 	}
 	if (w->captures)
 		return fail(r, -EBUSY, "a stream capture is in progress");
+	if (worker_vmm_in_use(w))
+		return fail(r, -EOPNOTSUPP, "the session holds virtual memory API reservations "
+			    "or allocations, which checkpoints do not carry yet");
 	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);

@@ -27,6 +27,7 @@ void dispatch_init(void)
 	add(exec_module_ops);
 	add(exec_graph_ops);
 	add(exec_bulk_ops);
+	add(exec_vmm_ops);
 }
 
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id)

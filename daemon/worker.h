@@ -88,6 +88,7 @@ struct worker {
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
+	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
 };
 
 /*
@@ -210,5 +211,10 @@ void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
 void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);
 /* Replies once @stream's work so far is done (an event does the waiting). */
 enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s);
+
+/* exec_vmm.c: the client's virtual memory API. */
+extern const struct op_desc exec_vmm_ops[];
+/* True when the client holds reservations, allocations or mappings. */
+bool worker_vmm_in_use(const struct worker *w);
 
 #endif

@@ -349,6 +349,24 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
 	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
+	/* the virtual memory API (cuMem*): handle ids issued by the worker */
+	VGPU_OP_VMM_RESERVE = 0xC0,	/* arg0 size, arg1 alignment, arg2 address wanted,
+					 * arg3 flags; R: val0 address */
+	VGPU_OP_VMM_ADDR_FREE,		/* arg0 address, arg1 size */
+	VGPU_OP_VMM_CREATE,		/* arg0 size, arg1 flags; P: CUmemAllocationProp;
+					 * R: val0 handle id */
+	VGPU_OP_VMM_RELEASE,		/* arg0 handle id */
+	VGPU_OP_VMM_MAP,		/* arg0 address, arg1 size, arg2 offset, arg3 handle id,
+					 * arg4 flags */
+	VGPU_OP_VMM_UNMAP,		/* arg0 address, arg1 size */
+	VGPU_OP_VMM_SET_ACCESS,		/* arg0 address, arg1 size; P: CUmemAccessDesc[] */
+	VGPU_OP_VMM_GET_ACCESS,		/* arg0 address, arg1 location type, arg2 location id;
+					 * R: val0 flags */
+	VGPU_OP_VMM_GRANULARITY,	/* arg0 option; P: CUmemAllocationProp; R: val0 */
+	VGPU_OP_VMM_PROPS,		/* arg0 handle id; R: slot holds CUmemAllocationProp */
+	VGPU_OP_VMM_RETAIN,		/* arg0 address; R: val0 handle id */
+	VGPU_OP_VMM_LOOKUP,		/* arg0 address; R: slot holds struct vgpu_vmm_info */
+
 	VGPU_OP_MAX
 };
 
@@ -425,5 +443,16 @@ _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
 _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
 _Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
+
+/* VMM_LOOKUP answer: the mapping holding an address. */
+struct vgpu_vmm_info {
+	uint64_t base, size;		/* the cuMemMap call's range */
+	uint64_t handle;		/* its allocation's handle id (0: released) */
+	uint64_t handle_types;		/* requestedHandleTypes of the allocation */
+	uint32_t device;		/* the allocation's device (client ordinal) */
+	uint32_t access;		/* CU_MEM_ACCESS_FLAGS_* for that device */
+	uint32_t rdma;			/* allocFlags.gpuDirectRDMACapable */
+	uint32_t pad;
+};
 
 #endif
