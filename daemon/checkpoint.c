@@ -88,9 +88,6 @@ static int drain(struct ckpt_run *r)
 	}
 	if (w->captures)
 		return fail(r, -EBUSY, "a stream capture is in progress");
-	if (worker_vmm_in_use(w))
-		return fail(r, -EOPNOTSUPP, "the session holds virtual memory API reservations "
-			    "or allocations, which checkpoints do not carry yet");
 	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);
@@ -297,6 +294,18 @@ static int write_allocations(struct ckpt_run *r)
 		return sink_failed(r, ret);
 	r->a->result.allocations = (uint32_t)r->nalloc;
 	return r->dg ? write_digests(r) : 0;
+}
+
+/* The client's virtual memory API state (exec_vmm.c). */
+static int write_vmm(struct ckpt_run *r)
+{
+	char why[160];
+	int ret = worker_vmm_checkpoint(r->w, r->sink, why, sizeof(why));
+
+	if (ret)
+		return fail(r, ret, "%s", why);
+	r->a->result.device_bytes += r->w->vmem.created;
+	return 0;
 }
 
 static int write_modules(struct ckpt_run *r)
@@ -528,6 +537,8 @@ static int collect(struct ckpt_run *r)
 		ret = write_contexts(r);
 	if (!ret)
 		ret = write_allocations(r);
+	if (!ret)
+		ret = write_vmm(r);
 	if (!ret)
 		ret = write_modules(r);
 	if (!ret)
@@ -777,7 +788,7 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (r.sink)
 		ckpt_sink_landing(r.sink, land);
 	if (r.sink)
-		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
+		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created + w->pool.in_use));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
 	if (!ret && (ret = vgpu_ckpt_finish(wr)))
 		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
@@ -894,7 +905,7 @@ static void pause_and_copy(struct ckpt_job *j)
 		fail(&r, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
+	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created + w->pool.in_use));
 	if (collect(&r))
 		goto fail;
 	worker_progress_end(w);
@@ -916,7 +927,7 @@ fail:
 void worker_checkpoint_start(struct worker *w, const struct ckpt_order *in)
 {
 	struct ckpt_job *j = calloc(1, sizeof(*j));
-	uint64_t want = w->vmem.in_use + (64ull << 20);
+	uint64_t want = w->vmem.in_use + w->vmem.created + (64ull << 20);
 	const struct ckpt_order *o = in;
 	pthread_t t;
 

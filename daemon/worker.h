@@ -216,5 +216,11 @@ enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstre
 extern const struct op_desc exec_vmm_ops[];
 /* True when the client holds reservations, allocations or mappings. */
 bool worker_vmm_in_use(const struct worker *w);
+struct ckpt_sink;
+struct vgpu_ckpt_reader;
+/* Checkpoint sections 20-24 (none when the client holds no VMM state);
+ * the same state back from a file. 0, or -errno with @why said. */
+int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, size_t len);
+int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, size_t len);
 
 #endif

@@ -272,6 +272,54 @@ struct vgpu_ckpt_client {
 	uint64_t reserved[2];
 };
 
+/*
+ * The client's virtual memory API (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap): sections 20-24, written only when the session holds such
+ * state, and never optional (a reader that skipped them would give the
+ * program back its addresses unmapped). Device ordinals are the session's.
+ */
+enum {
+	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
+	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
+	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
+	VGPU_CKPT_SEC_VMM_DATA,		/* one allocation's bytes; id = its handle id */
+	VGPU_CKPT_SEC_VMM_STATE,	/* one struct vgpu_ckpt_vmm_state */
+};
+#define VGPU_CKPT_SEC_VMM_FIRST	VGPU_CKPT_SEC_VMM_RESV
+#define VGPU_CKPT_SEC_VMM_LAST	VGPU_CKPT_SEC_VMM_STATE
+
+struct vgpu_ckpt_vmm_alloc {
+	uint64_t handle;	/* the id the client knows it by */
+	uint64_t size;
+	uint32_t device;
+	uint32_t refs;		/* handle references (0: released, still mapped) */
+	uint32_t handle_types;	/* requestedHandleTypes */
+	uint8_t compression, rdma;	/* allocFlags */
+	uint16_t usage;
+	uint64_t reserved[2];
+};
+
+/* A piece of a mapping with one access (cuMemSetAccess may split one). */
+struct vgpu_ckpt_vmm_map {
+	uint64_t start, size;
+	uint64_t map_start, map_size;	/* the cuMemMap call's range */
+	uint64_t handle;	/* the allocation mapped */
+	uint64_t offset;	/* of start in the allocation */
+	uint8_t access[16];	/* CU_MEM_ACCESS_FLAGS_* per device ordinal */
+	uint64_t reserved;
+};
+
+struct vgpu_ckpt_vmm_state {
+	uint64_t next_handle;	/* the id the next cuMemCreate gets */
+	uint64_t reserved[3];
+};
+
+/* Whether a reader of this build knows section type t. */
+static inline int vgpu_ckpt_type_known(uint32_t t)
+{
+	return t < VGPU_CKPT_SEC_NR || (t >= VGPU_CKPT_SEC_VMM_FIRST && t <= VGPU_CKPT_SEC_VMM_LAST);
+}
+
 _Static_assert(sizeof(struct vgpu_ckpt_gpu) == 128, "gpu identity layout");
 _Static_assert(sizeof(struct vgpu_ckpt_client) == 40, "client record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_header) == 512, "header layout");
@@ -288,5 +336,9 @@ _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_digest) == 40, "digest record layout");
+
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_alloc) == 48, "vmm alloc record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_map) == 72, "vmm map record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_state) == 32, "vmm state record layout");
 
 #endif

@@ -11,6 +11,13 @@
  *   gcc -std=gnu11 -I /usr/local/cuda/include tests/e2e/vmm_driver.c \
  *       -L /usr/local/cuda/lib64/stubs -lcuda -o vmm_driver
  *   vgpu run -- ./vmm_driver
+ *   vgpu run -- ./vmm_driver state FILE
+ *
+ * state: builds VMM state (a reservation; an allocation mapped twice, one
+ * released while mapped, one read-only, one unmapped but holding bytes),
+ * prints "ready", waits for FILE to exist (the session is checkpointed or
+ * moved meanwhile), then checks every byte, address, handle and access and
+ * prints "vmm state: kept".
  *
  * One line per check on stdout, nothing that depends on addresses, sizes
  * of the device or timing; exit 0 pass, 1 fail.
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int checks, failures;
 
@@ -120,7 +128,95 @@ static bool all_are(CUdeviceptr p, size_t n, unsigned v)
 	return ok;
 }
 
-int main(void)
+/* The state a checkpoint or a move must keep (see the top). */
+static int state(const char *go)
+{
+	CUmemAllocationProp prop = prop_of(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), got;
+	CUmemAccessDesc acc = rw(0), ro = rw(0);
+	CUmemGenericAllocationHandle ha, hb, hc, hd, h;
+	CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+	unsigned long long flags = 0;
+	CUdeviceptr r, base;
+	size_t g, rsize;
+	CUcontext ctx;
+	CUdevice dev;
+	bool bad = false;
+
+	ro.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+	    cuCtxSetCurrent(ctx))
+		return 1;
+	MUST(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	MUST(cuMemAddressReserve(&r, 16 * g, 0, 0, 0));
+	MUST(cuMemCreate(&ha, 2 * g, &prop, 0));	/* mapped at r and r + 4g */
+	MUST(cuMemCreate(&hb, g, &prop, 0));		/* released, mapped at r + 8g */
+	MUST(cuMemCreate(&hc, g, &prop, 0));		/* read-only at r + 10g */
+	MUST(cuMemCreate(&hd, 3 * g, &prop, 0));	/* unmapped, bytes kept */
+	MUST(cuMemMap(r, 2 * g, 0, ha, 0));
+	MUST(cuMemMap(r + 4 * g, 2 * g, 0, ha, 0));
+	MUST(cuMemMap(r + 8 * g, g, 0, hb, 0));
+	MUST(cuMemMap(r + 10 * g, g, 0, hc, 0));
+	MUST(cuMemMap(r + 12 * g, 3 * g, 0, hd, 0));
+	MUST(cuMemSetAccess(r, 2 * g, &acc, 1));
+	MUST(cuMemSetAccess(r + 4 * g, g, &acc, 1));	/* half the alias: split */
+	MUST(cuMemSetAccess(r + 8 * g, g, &acc, 1));
+	MUST(cuMemSetAccess(r + 10 * g, g, &acc, 1));
+	MUST(cuMemSetAccess(r + 12 * g, 3 * g, &acc, 1));
+	MUST(cuMemsetD32(r, 0xa1a1a1a1u, 2 * g / 4));
+	MUST(cuMemsetD32(r + g, 0xa2a2a2a2u, g / 4));
+	MUST(cuMemsetD32(r + 8 * g, 0xb0b0b0b0u, g / 4));
+	MUST(cuMemsetD32(r + 10 * g, 0xc0c0c0c0u, g / 4));
+	MUST(cuMemsetD32(r + 12 * g, 0xd0d0d0d0u, 3 * g / 4));
+	MUST(cuMemSetAccess(r + 10 * g, g, &ro, 1));
+	MUST(cuMemUnmap(r + 12 * g, 3 * g));
+	MUST(cuMemRelease(hb));
+	MUST(cuCtxSynchronize());
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go, F_OK))
+		usleep(20000);
+
+	bad |= !all_are(r, g / 4, 0xa1a1a1a1u) || !all_are(r + g, g / 4, 0xa2a2a2a2u);
+	bad |= !all_are(r + 4 * g, g / 4, 0xa1a1a1a1u) || !all_are(r + 5 * g - 4, 1, 0xa1a1a1a1u);
+	bad |= !all_are(r + 8 * g, g / 4, 0xb0b0b0b0u) || !all_are(r + 10 * g, g / 4, 0xc0c0c0c0u);
+	if (bad)
+		fprintf(stderr, "vmm_driver: mapped bytes changed\n");
+	/* The same memory behind both mappings still. */
+	MUST(cuMemsetD32(r + 64, 0x12345678u, 1));
+	bad |= !all_are(r + 4 * g + 64, 1, 0x12345678u);
+	/* The handles and their references. */
+	bad |= cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(r + g)) || h != ha;
+	bad |= cuMemRelease(h) != CUDA_SUCCESS;
+	bad |= cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(r + 8 * g)) || h != hb;
+	bad |= cuMemRelease(h) != CUDA_SUCCESS;
+	bad |= cuMemGetAllocationPropertiesFromHandle(&got, hd) ||
+	       got.requestedHandleTypes != prop.requestedHandleTypes;
+	if (bad)
+		fprintf(stderr, "vmm_driver: handles changed\n");
+	/* Access as it was set. */
+	bad |= cuMemGetAccess(&flags, &loc, r + 4 * g) || flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	bad |= cuMemGetAccess(&flags, &loc, r + 5 * g) || flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+	bad |= cuMemGetAccess(&flags, &loc, r + 10 * g) || flags != CU_MEM_ACCESS_FLAGS_PROT_READ;
+	bad |= cuMemGetAddressRange(&base, &rsize, r + 5 * g) || base != r + 4 * g ||
+	       rsize != 2 * g;
+	if (bad)
+		fprintf(stderr, "vmm_driver: access or ranges changed\n");
+	/* The unmapped allocation's bytes, mapped again. */
+	bad |= cuMemMap(r + 12 * g, 3 * g, 0, hd, 0) != CUDA_SUCCESS;
+	bad |= cuMemSetAccess(r + 12 * g, 3 * g, &acc, 1) != CUDA_SUCCESS;
+	bad |= !all_are(r + 12 * g, 3 * g / 4, 0xd0d0d0d0u);
+	if (bad)
+		fprintf(stderr, "vmm_driver: the unmapped allocation changed\n");
+	/* Everything goes away cleanly. */
+	bad |= cuMemUnmap(r + 12 * g, 3 * g) || cuMemUnmap(r + 10 * g, g) ||
+	       cuMemUnmap(r + 8 * g, g) || cuMemUnmap(r + 4 * g, 2 * g) || cuMemUnmap(r, 2 * g);
+	bad |= cuMemRelease(ha) || cuMemRelease(hc) || cuMemRelease(hd) ||
+	       cuMemAddressFree(r, 16 * g);
+	printf("vmm state: %s\n", bad ? "FAILED" : "kept");
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	const unsigned fd_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	CUmemAllocationProp prop = prop_of(0, fd_type), got, bad;
@@ -138,6 +234,8 @@ int main(void)
 	CUresult rc;
 	CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
 
+	if (argc >= 3 && !strcmp(argv[1], "state"))
+		return state(argv[2]);
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx)) {
 		fprintf(stderr, "vmm_driver: no device\n");
