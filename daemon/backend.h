@@ -87,7 +87,9 @@
 	X(cuFuncSetCacheConfig) \
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	X(cuOccupancyMaxActiveClusters)
+	X(cuOccupancyMaxActiveClusters) \
+	X(cuMemExportToShareableHandle) \
+	X(cuMemImportFromShareableHandle)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -13,13 +13,18 @@
  * cuMemRelease of a mapped allocation only drops the handle.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ckpt.h"
 #include "ckpt_sink.h"
+#include "fdpass.h"
 #include "log.h"
 #include "vgpu/ckpt.h"
 #include "worker.h"
@@ -31,6 +36,15 @@ struct vmm_alloc {
 	CUmemAllocationProp prop;	/* as the client asked (client ordinal) */
 	uint32_t refs;			/* handle references; 0: handle released */
 	uint32_t maps;			/* live cuMemMap calls on it */
+	bool imported;			/* another process's (size 0: the driver knows) */
+	bool exported;			/* a descriptor of it went to the program */
+};
+
+/* Descriptors the program sent for imports, waiting for their entries. */
+#define FD_STASH 8
+struct fd_stash {
+	uint64_t token;
+	int fd;				/* -1: empty */
 };
 
 /* A piece of a mapping: cuMemSetAccess may split a cuMemMap range. */
@@ -54,14 +68,19 @@ struct vmm_state {
 	struct vmm_alloc **a;
 	size_t na, capa;
 	uint64_t next_id;
+	struct fd_stash stash[FD_STASH];
+	unsigned stash_next;		/* the slot the next one takes */
 };
 
 static struct vmm_state *state(struct worker *w)
 {
 	if (!w->vmm) {
 		w->vmm = calloc(1, sizeof(*w->vmm));
-		if (w->vmm)
+		if (w->vmm) {
 			w->vmm->next_id = 1;
+			for (int i = 0; i < FD_STASH; i++)
+				w->vmm->stash[i].fd = -1;
+		}
 	}
 	return w->vmm;
 }
@@ -234,7 +253,8 @@ static void alloc_put(struct worker *w, struct vmm_state *s, struct vmm_alloc *a
 	if (rc)
 		vlog_warn("vmm: releasing allocation %llu: CUDA error %d",
 			  (unsigned long long)a->id, rc);
-	vmem_uncharge(&w->vmem, a->size);
+	if (!a->imported)
+		vmem_uncharge(&w->vmem, a->size);
 	for (size_t i = 0; i < s->na; i++) {
 		if (s->a[i] == a) {
 			s->a[i] = s->a[--s->na];
@@ -424,8 +444,9 @@ static enum op_status op_map(struct worker *w, struct op_call *call)
 	CUresult rc;
 
 	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
+	/* An imported allocation of unknown size: the driver bounds it. */
 	if (!a || q->arg[4] || !whole_granules(w, p, size, &end) || off % w->vmem.gran ||
-	    off > a->size || size > a->size - off)
+	    (a->size && (off > a->size || size > a->size - off)))
 		return OP_DONE;
 	if (!resv_holding(s, p, end) || map_overlaps(s, p, end))
 		return OP_DONE;
@@ -572,6 +593,168 @@ static enum op_status op_lookup(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+/* ---- sharing by descriptor -------------------------------------------------------- */
+
+/* Takes whatever the program sent on its socket: descriptors for imports
+ * are kept (the oldest goes when the stash is full), the rest dropped. */
+void worker_fd_drain(struct worker *w)
+{
+	struct vmm_state *s = state(w);
+
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+		struct vgpu_fd_msg m;
+		struct iovec io = { &m, sizeof(m) };
+		struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf) };
+		int fds[4], cut = 0;
+		unsigned n;
+		ssize_t got = recvmsg(w->sock, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (got <= 0)
+			return;
+		n = vgpu_fds_take(&h, fds, 4, &cut);
+		if (!s || got != sizeof(m) || (h.msg_flags & MSG_TRUNC) || cut || n != 1 ||
+		    m.magic != VGPU_FD_MSG_MAGIC) {
+			vgpu_fds_close(fds, n);
+			continue;
+		}
+		if (s->stash[s->stash_next].fd >= 0)
+			close(s->stash[s->stash_next].fd);
+		s->stash[s->stash_next] = (struct fd_stash){ m.token, fds[0] };
+		s->stash_next = (s->stash_next + 1) % FD_STASH;
+	}
+}
+
+/* The descriptor the program sent for @token, waiting a little for it. */
+static int fd_for(struct worker *w, struct vmm_state *s, uint64_t token)
+{
+	for (int tries = 0; tries < 20; tries++) {
+		struct pollfd p = { .fd = w->sock, .events = POLLIN | POLLRDHUP };
+
+		worker_fd_drain(w);
+		for (int i = 0; i < FD_STASH; i++) {
+			if (s->stash[i].fd >= 0 && s->stash[i].token == token) {
+				int fd = s->stash[i].fd;
+
+				s->stash[i].fd = -1;
+				return fd;
+			}
+		}
+		if (poll(&p, 1, 100) < 0 || (p.revents & (POLLHUP | POLLERR | POLLRDHUP)))
+			break;
+	}
+	return -1;
+}
+
+static enum op_status op_export(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	struct vmm_state *s = state(w);
+	struct vmm_alloc *a = s ? alloc_live(s, q->arg[0]) : NULL;
+	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC, .token = q->arg[3] };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec io = { &m, sizeof(m) };
+	struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+	CUresult rc;
+	int fd = -1;
+
+	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
+	if (!a || q->arg[2])
+		return OP_DONE;
+	if (q->arg[1] != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+		vlog_info("vmm: export as handle type %llu is not supported (POSIX descriptors "
+			  "only)", (unsigned long long)q->arg[1]);
+		call->cqe->result = CUDA_ERROR_NOT_SUPPORTED;
+		return OP_DONE;
+	}
+	if (!(a->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+		vlog_debug("vmm: allocation %llu was not created exportable",
+			   (unsigned long long)a->id);
+		return OP_DONE;
+	}
+	rc = w->B.cuMemExportToShareableHandle(&fd, a->h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+					       0);
+	if (rc || fd < 0) {
+		call->cqe->result = rc ? rc : CUDA_ERROR_UNKNOWN;
+		return OP_DONE;
+	}
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	/* Never blocks: a program that does not read its socket only loses
+	 * its own export. */
+	if (sendmsg(w->sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		vlog_info("vmm: the exported descriptor cannot be sent: %s", strerror(errno));
+		call->cqe->result = CUDA_ERROR_OPERATING_SYSTEM;
+	} else {
+		a->exported = true;
+		call->cqe->result = CUDA_SUCCESS;
+	}
+	close(fd);
+	return OP_DONE;
+}
+
+static enum op_status op_import(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	struct vmm_state *s = state(w);
+	struct vmm_alloc *a = NULL;
+	struct stat st;
+	CUresult rc;
+	int fd;
+
+	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
+	if (!s || grow((void **)&s->a, &s->capa, s->na, sizeof(*s->a))) {
+		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
+		return OP_DONE;
+	}
+	fd = fd_for(w, s, q->arg[0]);
+	if (fd < 0) {
+		vlog_info("vmm: an import came without its descriptor");
+		return OP_DONE;
+	}
+	if (q->arg[1] != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+		vlog_info("vmm: import of handle type %llu is not supported (POSIX descriptors "
+			  "only)", (unsigned long long)q->arg[1]);
+		call->cqe->result = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	/* The backend judges what the descriptor is (the driver, or the host
+	 * backend's own memfds); it runs with the program's own rights. */
+	if (fstat(fd, &st) || S_ISDIR(st.st_mode) || !(a = calloc(1, sizeof(*a)))) {
+		call->cqe->result = a ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	rc = w->B.cuMemImportFromShareableHandle(&a->h, (void *)(intptr_t)fd,
+						 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (rc) {
+		call->cqe->result = rc;
+		free(a);
+		goto out;
+	}
+	a->id = s->next_id++;
+	/* A memfd says its size; the driver's descriptors do not, and the
+	 * driver bounds the mappings itself. */
+	a->size = S_ISREG(st.st_mode) && st.st_size > 0 &&
+		  (uint64_t)st.st_size % w->vmem.gran == 0 ? (uint64_t)st.st_size : 0;
+	a->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	a->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a->prop.location.id = 0;
+	a->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	a->refs = 1;
+	a->imported = true;
+	s->a[s->na++] = a;
+	call->cqe->result = CUDA_SUCCESS;
+	call->cqe->val[0] = a->id;
+out:
+	close(fd);
+	return OP_DONE;
+}
+
 /* ---- checkpoint and restore -------------------------------------------------- */
 
 __attribute__((format(printf, 4, 5)))
@@ -655,6 +838,25 @@ int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, s
 
 	if (!worker_vmm_in_use(w))
 		return 0;
+	/* Imported memory is saved as the session's own: after a restore it
+	 * is private (the exporter's process is not part of the session). Of
+	 * one whose size only the driver knew, what the mappings show of it. */
+	for (size_t i = 0; i < s->na; i++) {
+		struct vmm_alloc *x = s->a[i];
+
+		if (!x->imported)
+			continue;
+		vlog_info("session %llu: VMM allocation %llu was imported from another process; "
+			  "the checkpoint holds a private copy of it",
+			  (unsigned long long)w->session_id, (unsigned long long)x->id);
+		for (size_t k = 0; !x->size && k < s->nm; k++)
+			if (s->m[k].a == x && s->m[k].start == s->m[k].map_start)
+				x->size = s->m[k].off + (s->m[k].map_end - s->m[k].map_start);
+		if (!x->size)
+			return say(why, len, -EOPNOTSUPP, "VMM allocation %llu was imported and is "
+				   "not mapped: its size is unknown",
+				   (unsigned long long)x->id);
+	}
 	v = calloc(s->nv + 1, sizeof(*v));
 	a = calloc(s->na + 1, sizeof(*a));
 	m = calloc(s->nm + 1, sizeof(*m));
@@ -676,6 +878,7 @@ int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, s
 			.compression = x->prop.allocFlags.compressionType,
 			.rdma = x->prop.allocFlags.gpuDirectRDMACapable,
 			.usage = x->prop.allocFlags.usage,
+			.reserved = { (x->imported ? 1u : 0u) | (x->exported ? 2u : 0u) },
 		};
 	}
 	for (size_t i = 0; i < s->nm; i++) {
@@ -942,6 +1145,14 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 			goto out;
 		}
 		s->a[s->na++] = x;
+		if (a[i].reserved[0] & 1)
+			vlog_info("session %llu: VMM allocation %llu, imported before the "
+				  "checkpoint, is private from now on",
+				  (unsigned long long)w->session_id, (unsigned long long)x->id);
+		if (a[i].reserved[0] & 2)
+			vlog_info("session %llu: VMM allocation %llu was exported before the "
+				  "checkpoint; descriptors given out then name the old memory",
+				  (unsigned long long)w->session_id, (unsigned long long)x->id);
 	}
 	ret = restore_maps(w, s, m, nm, why, len);
 	for (size_t i = 0; !ret && i < s->na; i++)
@@ -974,5 +1185,7 @@ const struct op_desc exec_vmm_ops[] = {
 	OP(VMM_PROPS, OPF_SYNC_ONLY, op_props),
 	OP(VMM_RETAIN, OPF_SYNC_ONLY, op_retain),
 	OP(VMM_LOOKUP, OPF_SYNC_ONLY | OPF_NO_FOLD, op_lookup),
+	OP(VMM_EXPORT, OPF_SYNC_ONLY, op_export),
+	OP(VMM_IMPORT, OPF_SYNC_ONLY, op_import),
 	{ 0 },
 };

@@ -222,5 +222,8 @@ struct vgpu_ckpt_reader;
  * the same state back from a file. 0, or -errno with @why said. */
 int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, size_t len);
 int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, size_t len);
+/* Reads what the program sent on its socket: descriptors for imports are
+ * kept for their entries, anything else dropped. Never blocks. */
+void worker_fd_drain(struct worker *w);
 
 #endif

@@ -7,9 +7,15 @@
  * Addresses in the window are device memory to the rest of the runtime, so
  * copies, memsets and kernels on mapped ranges take the device paths.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver.h"
+#include "fdpass.h"
 #include "init.h"
 #include "log.h"
 #include "memory.h"
@@ -220,16 +226,56 @@ CUresult vgpu_vmm_lookup(uint64_t p, struct vgpu_vmm_info *in)
 	return rc;
 }
 
-/* ---- what vgpu cannot do yet ----------------------------------------------- */
+/* ---- sharing by descriptor ------------------------------------------------------ */
+
+/* The session's socket carries descriptors both ways (struct vgpu_fd_msg):
+ * one exchange at a time, so that each finds its own. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t next_token(void)
+{
+	static uint64_t n;
+
+	return ((uint64_t)getpid() << 32) | (__atomic_add_fetch(&n, 1, __ATOMIC_RELAXED) & 0xffffffffu);
+}
+
+/* The descriptor the worker sent for @token, already on the socket. */
+static CUresult take_fd(struct vgpu_session *s, uint64_t token, int *out)
+{
+	for (;;) {
+		struct pollfd p = { .fd = s->sock, .events = POLLIN };
+		struct vgpu_fd_msg m;
+		unsigned n = 1;
+		int fd = -1, got;
+
+		if (poll(&p, 1, 5000) != 1 || !(p.revents & POLLIN))
+			return CUDA_ERROR_OPERATING_SYSTEM;
+		got = vgpu_recv_fds_exact(s->sock, &m, sizeof(m), &fd, &n);
+		if (got < 0 && got != -EMSGSIZE)
+			return CUDA_ERROR_OPERATING_SYSTEM;
+		if (got == (int)sizeof(m) && n == 1 && m.magic == VGPU_FD_MSG_MAGIC &&
+		    m.token == token) {
+			*out = fd;
+			return CUDA_SUCCESS;
+		}
+		if (n == 1 && fd >= 0)
+			close(fd);	/* a stale one: an earlier export that gave up */
+		if (got == 0)
+			return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+}
 
 VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 						  CUmemGenericAllocationHandle handle,
 						  CUmemAllocationHandleType handleType,
 						  unsigned long long flags)
 {
+	struct vgpu_session *s;
+	uint64_t token = next_token();
+	CUresult rc;
+	int fd = -1;
+
 	ENTER();
-	(void)handle;
-	(void)flags;
 	if (!shareableHandle)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
@@ -237,18 +283,30 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 			  "(POSIX descriptors only)", (int)handleType);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	/* The descriptor would have to come from the worker over the
-	 * session's socket: that channel does not exist yet. */
-	return vgpu_unsupported("cuMemExportToShareableHandle (no descriptor channel to the "
-				"worker yet)");
+	if ((rc = vgpu_session(&s)))
+		return rc;
+	pthread_mutex_lock(&fd_lock);
+	rc = vgpu_call5(VGPU_OP_VMM_EXPORT, ctx_id(), 0, handle, handleType, flags, token, 0,
+			NULL);
+	if (!rc)
+		rc = take_fd(s, token, &fd);
+	pthread_mutex_unlock(&fd_lock);
+	if (!rc)
+		*(int *)shareableHandle = fd;
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
 						    void *osHandle,
 						    CUmemAllocationHandleType shHandleType)
 {
+	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC, .token = next_token() };
+	int fd = (int)(intptr_t)osHandle;
+	struct vgpu_session *s;
+	struct vgpu_cqe c = { 0 };
+	CUresult rc;
+
 	ENTER();
-	(void)osHandle;
 	if (!handle)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
@@ -256,8 +314,21 @@ VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 			  "(POSIX descriptors only)", (int)shHandleType);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
-	return vgpu_unsupported("cuMemImportFromShareableHandle (no descriptor channel to the "
-				"worker yet)");
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = vgpu_session(&s)))
+		return rc;
+	/* The descriptor first: the worker keeps it until the entry comes. */
+	pthread_mutex_lock(&fd_lock);
+	if (vgpu_send_fds(s->sock, &m, sizeof(m), &fd, 1) != (int)sizeof(m))
+		rc = CUDA_ERROR_OPERATING_SYSTEM;
+	else
+		rc = vgpu_call5(VGPU_OP_VMM_IMPORT, ctx_id(), 0, m.token, shHandleType, 0, 0, 0,
+				&c);
+	pthread_mutex_unlock(&fd_lock);
+	if (!rc)
+		*handle = c.val[0];
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size,

@@ -296,7 +296,7 @@ struct vgpu_ckpt_vmm_alloc {
 	uint32_t handle_types;	/* requestedHandleTypes */
 	uint8_t compression, rdma;	/* allocFlags */
 	uint16_t usage;
-	uint64_t reserved[2];
+	uint64_t reserved[2];	/* [0]: 1 imported (now private), 2 exported; [1] zero */
 };
 
 /* A piece of a mapping with one access (cuMemSetAccess may split one). */

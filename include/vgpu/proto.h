@@ -366,6 +366,11 @@ enum vgpu_op {
 	VGPU_OP_VMM_PROPS,		/* arg0 handle id; R: slot holds CUmemAllocationProp */
 	VGPU_OP_VMM_RETAIN,		/* arg0 address; R: val0 handle id */
 	VGPU_OP_VMM_LOOKUP,		/* arg0 address; R: slot holds struct vgpu_vmm_info */
+	VGPU_OP_VMM_EXPORT,		/* arg0 handle id, arg1 handle type, arg2 flags, arg3 token;
+					 * the descriptor follows on the session's socket
+					 * (struct vgpu_fd_msg) before the answer */
+	VGPU_OP_VMM_IMPORT,		/* arg0 token, arg1 handle type; the descriptor was sent
+					 * on the session's socket first; R: val0 handle id */
 
 	VGPU_OP_MAX
 };
@@ -443,6 +448,16 @@ _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
 _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
 _Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
+
+/* A descriptor crossing the session's socket after the handshake, with
+ * SCM_RIGHTS: exported memory (worker -> client), memory to import (client
+ * -> worker). The token pairs it with its ring entry. */
+#define VGPU_FD_MSG_MAGIC 0x76666431u	/* "vfd1" */
+struct vgpu_fd_msg {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t token;
+};
 
 /* VMM_LOOKUP answer: the mapping holding an address. */
 struct vgpu_vmm_info {

@@ -12,6 +12,7 @@
  *       -L /usr/local/cuda/lib64/stubs -lcuda -o vmm_driver
  *   vgpu run -- ./vmm_driver
  *   vgpu run -- ./vmm_driver state FILE
+ *   (vmm_driver import FD SIZE: the second process of the export test)
  *
  * state: builds VMM state (a reservation; an allocation mapped twice, one
  * released while mapped, one read-only, one unmapped but holding bytes),
@@ -28,6 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int checks, failures;
@@ -126,6 +130,115 @@ static bool all_are(CUdeviceptr p, size_t n, unsigned v)
 		ok = h[i] == v;
 	free(h);
 	return ok;
+}
+
+/* The second process of the export test: imports the descriptor it was
+ * given, finds 0x77777777 everywhere, writes 0x88888888 everywhere. */
+static int import_child(int fd, size_t size)
+{
+	CUmemAccessDesc acc = rw(0);
+	CUmemGenericAllocationHandle h;
+	CUdeviceptr r;
+	CUcontext ctx;
+	CUdevice dev;
+	bool ok;
+
+	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+	    cuCtxSetCurrent(ctx))
+		return 2;
+	MUST(cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
+					    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+	close(fd);
+	MUST(cuMemAddressReserve(&r, size, 0, 0, 0));
+	MUST(cuMemMap(r, size, 0, h, 0));
+	MUST(cuMemSetAccess(r, size, &acc, 1));
+	ok = all_are(r, size / 4, 0x77777777u);
+	MUST(cuMemsetD32(r, 0x88888888u, size / 4));
+	MUST(cuCtxSynchronize());
+	MUST(cuMemUnmap(r, size));
+	MUST(cuMemRelease(h));
+	MUST(cuMemAddressFree(r, size));
+	return ok ? 0 : 3;
+}
+
+/* Export to a descriptor, a second process imports it: one memory. */
+static void export_test(size_t g)
+{
+	CUmemAllocationProp prop = prop_of(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	CUmemAllocationProp plain = prop_of(0, 0);
+	CUmemAccessDesc acc = rw(0);
+	CUmemGenericAllocationHandle h, hp, hx;
+	size_t size = 2 * g;
+	CUdeviceptr r;
+	int fd = -1, st = -1;
+	pid_t pid;
+	CUresult rc;
+
+	MUST(cuMemCreate(&h, size, &prop, 0));
+	MUST(cuMemAddressReserve(&r, size, 0, 0, 0));
+	MUST(cuMemMap(r, size, 0, h, 0));
+	MUST(cuMemSetAccess(r, size, &acc, 1));
+	MUST(cuMemsetD32(r, 0x77777777u, size / 4));
+	MUST(cuCtxSynchronize());
+	EXPECT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+		  "export as a POSIX descriptor");
+	check(fd >= 0, "a descriptor", CUDA_SUCCESS);
+	if (fd >= 0) {
+		char sfd[16], ssize[32];
+
+		fcntl(fd, F_SETFD, 0);	/* for the second process */
+		snprintf(sfd, sizeof(sfd), "%d", fd);
+		snprintf(ssize, sizeof(ssize), "%zu", size);
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			execl("/proc/self/exe", "vmm_driver", "import", sfd, ssize, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		check(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "another process imports it, sees the bytes and writes", CUDA_SUCCESS);
+		if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			fprintf(stderr, "vmm_driver: the importer ended with status %#x\n", st);
+		check(all_are(r, size / 4, 0x88888888u), "its writes are seen here", CUDA_SUCCESS);
+		EXPECT_OK(cuMemImportFromShareableHandle(&hx, (void *)(intptr_t)fd,
+							 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+			  "import in the exporting process");
+		EXPECT_OK(cuMemRelease(hx), "release the imported handle");
+		close(fd);
+	}
+	EXPECT_RC(cuMemExportToShareableHandle(NULL, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+					       0), CUDA_ERROR_INVALID_VALUE,
+		  "export to NULL -> INVALID_VALUE");
+	if (getenv("VGPU_SOCKET")) {
+		int memfd = memfd_create("not-vgpu", MFD_CLOEXEC), devnull = open("/dev/null", O_RDONLY);
+
+		MUST(cuMemCreate(&hp, size, &plain, 0));
+		rc = cuMemExportToShareableHandle(&fd, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+		expect_vgpu(rc != CUDA_SUCCESS, "export of memory not created exportable is refused",
+			    rc);
+		MUST(cuMemRelease(hp));
+		if (memfd >= 0 && !ftruncate(memfd, (off_t)size)) {
+			rc = cuMemImportFromShareableHandle(&hx, (void *)(intptr_t)memfd,
+							    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+			expect_vgpu(rc != CUDA_SUCCESS, "import of a foreign memfd is refused", rc);
+		}
+		rc = cuMemImportFromShareableHandle(&hx, (void *)(intptr_t)devnull,
+						    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		expect_vgpu(rc != CUDA_SUCCESS, "import of /dev/null is refused", rc);
+		rc = cuMemImportFromShareableHandle(&hx, (void *)(intptr_t)-1,
+						    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "import of descriptor -1 -> INVALID_VALUE",
+			    rc);
+		if (memfd >= 0)
+			close(memfd);
+		if (devnull >= 0)
+			close(devnull);
+	}
+	MUST(cuMemUnmap(r, size));
+	MUST(cuMemRelease(h));
+	MUST(cuMemAddressFree(r, size));
 }
 
 /* The state a checkpoint or a move must keep (see the top). */
@@ -236,6 +349,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && !strcmp(argv[1], "state"))
 		return state(argv[2]);
+	if (argc >= 4 && !strcmp(argv[1], "import"))
+		return import_child(atoi(argv[2]), strtoull(argv[3], NULL, 0));
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx)) {
 		fprintf(stderr, "vmm_driver: no device\n");
@@ -454,6 +569,9 @@ int main(int argc, char **argv)
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "reserve with flags -> INVALID_VALUE",
 			    rc);
 	}
+
+	/* --- sharing by descriptor --- */
+	export_test(gmin);
 
 	/* --- the end --- */
 	EXPECT_OK(cuMemUnmap(r, size), "unmap the first (frees the released allocation)");
