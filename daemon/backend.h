@@ -89,7 +89,8 @@
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	X(cuOccupancyMaxActiveClusters) \
 	X(cuMemExportToShareableHandle) \
-	X(cuMemImportFromShareableHandle)
+	X(cuMemImportFromShareableHandle) \
+	X(cuMemGetHandleForAddressRange)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -647,17 +647,61 @@ static int fd_for(struct worker *w, struct vmm_state *s, uint64_t token)
 	return -1;
 }
 
-static enum op_status op_export(struct worker *w, struct op_call *call)
+/* Sends fd to the program for @token and closes it here. Never blocks: a
+ * program that does not read its socket only loses its own descriptor. */
+static CUresult send_fd(struct worker *w, uint64_t token, int fd)
 {
-	const struct vgpu_sqe *q = call->sqe;
-	struct vmm_state *s = state(w);
-	struct vmm_alloc *a = s ? alloc_live(s, q->arg[0]) : NULL;
-	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC, .token = q->arg[3] };
+	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC, .token = token };
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
 	struct iovec io = { &m, sizeof(m) };
 	struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf,
 			    .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+	CUresult rc = CUDA_SUCCESS;
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(w->sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		vlog_info("vmm: a descriptor cannot be sent to the program: %s", strerror(errno));
+		rc = CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	close(fd);
+	return rc;
+}
+
+static enum op_status op_range_handle(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	uint64_t p = q->arg[0], size = q->arg[1], end;
+	struct vmm_state *s = state(w);
+	CUresult rc;
+	int fd = -1;
+
+	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
+	if (!p || !size || q->arg[2] != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+	    (q->arg[3] & ~(uint64_t)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) ||
+	    __builtin_add_overflow(p, size, &end))
+		return OP_DONE;
+	/* The program's own device memory only: one allocation, or mappings. */
+	if (!vmem_contains(&w->vmem, p, size) && !(s && map_covers(s, p, end)))
+		return OP_DONE;
+	rc = w->B.cuMemGetHandleForAddressRange(&fd, p, size, (CUmemRangeHandleType)q->arg[2],
+						q->arg[3]);
+	if (rc || fd < 0) {
+		call->cqe->result = rc ? rc : CUDA_ERROR_UNKNOWN;
+		return OP_DONE;
+	}
+	call->cqe->result = send_fd(w, q->arg[4], fd);
+	return OP_DONE;
+}
+
+static enum op_status op_export(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	struct vmm_state *s = state(w);
+	struct vmm_alloc *a = s ? alloc_live(s, q->arg[0]) : NULL;
 	CUresult rc;
 	int fd = -1;
 
@@ -681,20 +725,9 @@ static enum op_status op_export(struct worker *w, struct op_call *call)
 		call->cqe->result = rc ? rc : CUDA_ERROR_UNKNOWN;
 		return OP_DONE;
 	}
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	/* Never blocks: a program that does not read its socket only loses
-	 * its own export. */
-	if (sendmsg(w->sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
-		vlog_info("vmm: the exported descriptor cannot be sent: %s", strerror(errno));
-		call->cqe->result = CUDA_ERROR_OPERATING_SYSTEM;
-	} else {
+	call->cqe->result = send_fd(w, q->arg[3], fd);
+	if (!call->cqe->result)
 		a->exported = true;
-		call->cqe->result = CUDA_SUCCESS;
-	}
-	close(fd);
 	return OP_DONE;
 }
 
@@ -1187,5 +1220,6 @@ const struct op_desc exec_vmm_ops[] = {
 	OP(VMM_LOOKUP, OPF_SYNC_ONLY | OPF_NO_FOLD, op_lookup),
 	OP(VMM_EXPORT, OPF_SYNC_ONLY, op_export),
 	OP(VMM_IMPORT, OPF_SYNC_ONLY, op_import),
+	OP(VMM_RANGE_HANDLE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_range_handle),
 	{ 0 },
 };

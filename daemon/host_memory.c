@@ -499,6 +499,21 @@ CUresult host_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handl
 	return CUDA_SUCCESS;
 }
 
+CUresult host_cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size,
+					    CUmemRangeHandleType type, unsigned long long flags)
+{
+	CUresult r = host_check_init();
+
+	if (r)
+		return r;
+	if (!handle || !dptr || !size || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+	    (flags & ~(unsigned long long)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Host memory is no device a dma-buf could be exported from. */
+	vlog_debug("host backend: no dma-buf support");
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* --- mappings ----------------------------------------------------------- */
 
 CUresult host_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,

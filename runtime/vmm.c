@@ -335,15 +335,30 @@ VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
 						   CUmemRangeHandleType handleType,
 						   unsigned long long flags)
 {
+	struct vgpu_session *s;
+	struct vgpu_ctx *ctx;
+	uint64_t token = next_token();
+	CUresult rc;
+	int fd = -1;
+
 	ENTER();
-	(void)dptr;
-	(void)size;
 	if (!handle || handleType != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
 	    (flags & ~(unsigned long long)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE))
 		return CUDA_ERROR_INVALID_VALUE;
-	return vgpu_unsupported("cuMemGetHandleForAddressRange (dma-buf descriptors cannot be "
-				"passed from the worker yet)");
+	if ((rc = vgpu_session(&s)) || (rc = vgpu_ctx_current(&ctx)))
+		return rc;
+	pthread_mutex_lock(&fd_lock);
+	rc = vgpu_call5(VGPU_OP_VMM_RANGE_HANDLE, ctx->id, 0, dptr, size, handleType, flags, token,
+			NULL);
+	if (!rc)
+		rc = take_fd(s, token, &fd);
+	pthread_mutex_unlock(&fd_lock);
+	if (!rc)
+		*(int *)handle = fd;
+	return rc;
 }
+
+/* ---- what vgpu cannot do yet ------------------------------------------------- */
 
 static CUresult map_array(void)
 {

@@ -371,6 +371,9 @@ enum vgpu_op {
 					 * (struct vgpu_fd_msg) before the answer */
 	VGPU_OP_VMM_IMPORT,		/* arg0 token, arg1 handle type; the descriptor was sent
 					 * on the session's socket first; R: val0 handle id */
+	VGPU_OP_VMM_RANGE_HANDLE,	/* arg0 address, arg1 size, arg2 CUmemRangeHandleType,
+					 * arg3 flags, arg4 token; the descriptor follows as
+					 * with VMM_EXPORT */
 
 	VGPU_OP_MAX
 };

@@ -572,6 +572,27 @@ int main(int argc, char **argv)
 
 	/* --- sharing by descriptor --- */
 	export_test(gmin);
+	{
+		int dfd = -1;
+
+		/* dma-buf where the device and its kernel driver can (the host
+		 * backend cannot): either answer is the platform's own. */
+		rc = cuMemGetHandleForAddressRange(&dfd, r, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+						   0);
+		check(rc == CUDA_SUCCESS ? dfd >= 0 : rc == CUDA_ERROR_NOT_SUPPORTED,
+		      rc == CUDA_SUCCESS ? "dma-buf of a mapping: a descriptor"
+					 : "dma-buf of a mapping: not supported here", rc);
+		if (rc == CUDA_SUCCESS)
+			close(dfd);
+		EXPECT_RC(cuMemGetHandleForAddressRange(&dfd, r, size, (CUmemRangeHandleType)0, 0),
+			  CUDA_ERROR_INVALID_VALUE, "range handle of type 0 -> INVALID_VALUE");
+		if (getenv("VGPU_SOCKET")) {
+			rc = cuMemGetHandleForAddressRange(&dfd, r + 2 * gmin, gmin,
+							   CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+			expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE,
+				    "dma-buf of unmapped memory -> INVALID_VALUE", rc);
+		}
+	}
 
 	/* --- the end --- */
 	EXPECT_OK(cuMemUnmap(r, size), "unmap the first (frees the released allocation)");
