@@ -14,8 +14,9 @@
  *   vgpu run -- ./vmm_driver state FILE
  *   (vmm_driver import FD SIZE: the second process of the export test)
  *
- * state: builds VMM state (a reservation; an allocation mapped twice, one
- * released while mapped, one read-only, one unmapped but holding bytes),
+ * state: builds VMM state (a reservation; an allocation mapped twice and
+ * imported again through a descriptor, one released while mapped, one
+ * read-only, one unmapped but holding bytes),
  * prints "ready", waits for FILE to exist (the session is checkpointed or
  * moved meanwhile), then checks every byte, address, handle and access and
  * prints "vmm state: kept".
@@ -246,7 +247,8 @@ static int state(const char *go)
 {
 	CUmemAllocationProp prop = prop_of(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), got;
 	CUmemAccessDesc acc = rw(0), ro = rw(0);
-	CUmemGenericAllocationHandle ha, hb, hc, hd, h;
+	CUmemGenericAllocationHandle ha, hb, hc, hd, hi, h;
+	int fd = -1;
 	CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
 	unsigned long long flags = 0;
 	CUdeviceptr r, base;
@@ -283,6 +285,14 @@ static int state(const char *go)
 	MUST(cuMemSetAccess(r + 10 * g, g, &ro, 1));
 	MUST(cuMemUnmap(r + 12 * g, 3 * g));
 	MUST(cuMemRelease(hb));
+	/* ha imported again through a descriptor, mapped at r + 6g: a
+	 * restore makes that a private copy of its bytes. */
+	MUST(cuMemExportToShareableHandle(&fd, ha, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	MUST(cuMemImportFromShareableHandle(&hi, (void *)(intptr_t)fd,
+					    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+	close(fd);
+	MUST(cuMemMap(r + 6 * g, 2 * g, 0, hi, 0));
+	MUST(cuMemSetAccess(r + 6 * g, 2 * g, &acc, 1));
 	MUST(cuCtxSynchronize());
 	printf("ready\n");
 	fflush(stdout);
@@ -292,6 +302,7 @@ static int state(const char *go)
 	bad |= !all_are(r, g / 4, 0xa1a1a1a1u) || !all_are(r + g, g / 4, 0xa2a2a2a2u);
 	bad |= !all_are(r + 4 * g, g / 4, 0xa1a1a1a1u) || !all_are(r + 5 * g - 4, 1, 0xa1a1a1a1u);
 	bad |= !all_are(r + 8 * g, g / 4, 0xb0b0b0b0u) || !all_are(r + 10 * g, g / 4, 0xc0c0c0c0u);
+	bad |= !all_are(r + 6 * g, g / 4, 0xa1a1a1a1u) || !all_are(r + 7 * g, g / 4, 0xa2a2a2a2u);
 	if (bad)
 		fprintf(stderr, "vmm_driver: mapped bytes changed\n");
 	/* The same memory behind both mappings still. */
@@ -321,6 +332,7 @@ static int state(const char *go)
 	if (bad)
 		fprintf(stderr, "vmm_driver: the unmapped allocation changed\n");
 	/* Everything goes away cleanly. */
+	bad |= cuMemUnmap(r + 6 * g, 2 * g) || cuMemRelease(hi);
 	bad |= cuMemUnmap(r + 12 * g, 3 * g) || cuMemUnmap(r + 10 * g, g) ||
 	       cuMemUnmap(r + 8 * g, g) || cuMemUnmap(r + 4 * g, 2 * g) || cuMemUnmap(r, 2 * g);
 	bad |= cuMemRelease(ha) || cuMemRelease(hc) || cuMemRelease(hd) ||
