@@ -788,7 +788,8 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (r.sink)
 		ckpt_sink_landing(r.sink, land);
 	if (r.sink)
-		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created + w->pool.in_use));
+		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created +
+								    w->pool.in_use));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
 	if (!ret && (ret = vgpu_ckpt_finish(wr)))
 		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
@@ -905,7 +906,8 @@ static void pause_and_copy(struct ckpt_job *j)
 		fail(&r, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created + w->pool.in_use));
+	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created +
+							     w->pool.in_use));
 	if (collect(&r))
 		goto fail;
 	worker_progress_end(w);
