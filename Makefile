@@ -99,13 +99,15 @@ UNIT := $(B)/tests/unit
 UNIT_BINS := $(UNIT)/test_ring $(UNIT)/test_dark_api $(UNIT)/test_backend_host \
 	$(UNIT)/test_ids $(UNIT)/test_context $(UNIT)/test_image_size $(UNIT)/test_procaddr $(UNIT)/test_vmem \
 	$(UNIT)/test_image_check
+# streamops
+UNIT_BINS += $(UNIT)/test_host_streamops
 
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
 
 $(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/kmod.c common/log.c)
 $(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
-	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/dark_api.c runtime/dark_cls.c runtime/dark_integrity.c runtime/dark_tools.c) \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,$(wildcard runtime/dark_*.c)) \
 	$(call obj,common/log.c)
 $(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
 $(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/ids.o $(call obj,common/log.c)
@@ -115,6 +117,7 @@ $(UNIT)/test_context: $(call obj,tests/unit/test_context.c) \
 $(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/image.o $(call obj,common/log.c)
 $(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c daemon/host_image.c common/log.c)
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/vmem.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
+$(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
 
 # Runtime files built without hidden visibility for tests that call them.
 $(B)/obj/unit-rt/%.o: %.c

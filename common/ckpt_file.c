@@ -22,6 +22,7 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_CLIENT] = "client",
 	[VGPU_CKPT_SEC_DIGESTS] = "content digests",
 	[VGPU_CKPT_SEC_PARENT] = "parent path",
+	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
 };
 
 const char *vgpu_ckpt_section_name(uint32_t type, char *buf)

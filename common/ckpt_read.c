@@ -189,7 +189,7 @@ static int check_entry(struct vgpu_ckpt_reader *r, unsigned i, uint64_t *end)
 		return rerr(r, -EPROTONOSUPPORT, "%s: reserved field is not zero", l);
 	if (s->flags & ~VGPU_CKPT_SF_ALL)
 		return rerr(r, -EPROTONOSUPPORT, "%s: unknown flags 0x%x", l, s->flags);
-	if (!s->type || (!vgpu_ckpt_type_known(s->type) && !(s->flags & VGPU_CKPT_SF_OPTIONAL)))
+	if (!s->type || (s->type >= VGPU_CKPT_SEC_NR && !(s->flags & VGPU_CKPT_SF_OPTIONAL)))
 		return rerr(r, -EPROTONOSUPPORT, "%s: a section type this build does not know", l);
 	if (s->compression > VGPU_CKPT_COMP_ZSTD)
 		return rerr(r, -EPROTONOSUPPORT, "%s: unknown compression %u", l, s->compression);

@@ -10,6 +10,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define VGPU_BACKEND_FUNCS(X) \
@@ -88,6 +89,42 @@
 	X(cuLaunchKernelEx) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	X(cuOccupancyMaxActiveClusters) \
+	X(cuModuleGetFunctionCount) \
+	X(cuModuleEnumerateFunctions) \
+	X(cuFuncGetName) \
+	X(cuOccupancyMaxPotentialClusterSize) \
+	X(cuGetExportTable) \
+	X(cuTensorMapEncodeTiled) \
+	X(cuTensorMapEncodeIm2col) \
+	X(cuTensorMapEncodeIm2colWide) \
+	X(cuTensorMapReplaceAddress) \
+	X(cuDeviceGetDevResource) \
+	X(cuCtxGetDevResource) \
+	X(cuDevSmResourceSplitByCount) \
+	X(cuDevResourceGenerateDesc) \
+	X(cuLinkCreate_v2) \
+	X(cuLinkAddData_v2) \
+	X(cuLinkComplete) \
+	X(cuLinkDestroy) \
+	X(cuGraphGetRootNodes) \
+	X(cuGraphNodeGetType) \
+	X(cuGraphKernelNodeGetParams_v2) \
+	X(cuGraphKernelNodeSetParams_v2) \
+	X(cuGraphExecKernelNodeSetParams_v2) \
+	X(cuGraphCreate) \
+	X(cuGraphAddKernelNode_v2) \
+	X(cuGraphAddDependencies_v2) \
+	X(cuStreamGetAttribute) \
+	X(cuStreamSetAttribute) \
+	X(cuStreamCopyAttributes) \
+	X(cuCtxRecordEvent) \
+	X(cuCtxWaitEvent) \
+	X(cuStreamWriteValue32_v2) \
+	X(cuStreamWriteValue64_v2) \
+	X(cuStreamWaitValue32_v2) \
+	X(cuStreamWaitValue64_v2) \
+	X(cuStreamBatchMemOp_v2) \
+	X(cuMemPrefetchAsync_v2) \
 	X(cuMemExportToShareableHandle) \
 	X(cuMemImportFromShareableHandle) \
 	X(cuMemGetHandleForAddressRange)
@@ -103,5 +140,12 @@ struct vgpu_backend {
 /* Fill *b; returns 0 or -errno with a logged reason. */
 int vgpu_backend_cuda_open(struct vgpu_backend *b);
 int vgpu_backend_host_open(struct vgpu_backend *b);
+
+/*
+ * Host backend: a stream wait whose word does not hold yet calls hook(arg)
+ * until it does; the hook runs other work or sleeps, and returns false to
+ * abandon the wait (the wait then fails). Set by the worker.
+ */
+void vgpu_host_set_wait_hook(bool (*hook)(void *arg), void *arg);
 
 #endif

@@ -91,6 +91,10 @@ static int drain(struct ckpt_run *r)
 	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);
+	if (streamops_gpu_stalled(w))
+		return fail(r, -ETIMEDOUT, "session %llu is stalled on its GPU work (a stream wait "
+			    "on a value not written); not checkpointed",
+			    (unsigned long long)w->session_id);
 	obj_for_each(&w->ctxs, i, e) {
 		CUresult rc = w->B.cuCtxSetCurrent(e->obj);
 
@@ -429,6 +433,63 @@ static int write_globals(struct ckpt_run *r)
 	return ret;
 }
 
+/* What a restore sets again on each stream (its priority is in the stream
+ * record); ids as CUstreamAttrID. */
+static const uint32_t saved_stream_attrs[] = {
+	CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+	CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+};
+#define NSAVED (sizeof(saved_stream_attrs) / sizeof(saved_stream_attrs[0]))
+
+/* The saved attributes of stream st (NULL: the current context's NULL
+ * stream) into a[*n...]. */
+static void stream_attrs_of(struct worker *w, CUstream st, uint32_t handle, uint32_t ctx,
+			    struct vgpu_ckpt_stream_attr *a, size_t *n)
+{
+	for (size_t k = 0; k < NSAVED; k++) {
+		CUstreamAttrValue v;
+
+		memset(&v, 0, sizeof(v));	/* the driver fills one member */
+		if (w->B.cuStreamGetAttribute(st, (CUstreamAttrID)saved_stream_attrs[k], &v))
+			continue;	/* one this driver does not keep */
+		a[*n] = (struct vgpu_ckpt_stream_attr){ .handle = handle, .ctx = ctx,
+							.attr = saved_stream_attrs[k] };
+		memcpy(a[(*n)++].value, &v, sizeof(a->value));
+	}
+}
+
+/* Each stream's attributes and each NULL stream's, as the driver holds
+ * them (streamops). */
+static int write_stream_attrs(struct ckpt_run *r)
+{
+	struct worker *w = r->w;
+	struct vgpu_ckpt_stream_attr *a;
+	struct obj_entry *e;
+	size_t n = 0;
+	uint32_t i;
+	int ret;
+
+	obj_for_each(&w->streams, i, e)
+		n++;
+	obj_for_each(&w->ctxs, i, e)
+		n++;
+	a = calloc(n * NSAVED + 1, sizeof(*a));
+	if (!a)
+		return fail(r, -ENOMEM, "out of memory listing stream attributes");
+	n = 0;
+	obj_for_each(&w->streams, i, e)
+		stream_attrs_of(w, e->obj, i, 0, a, &n);
+	obj_for_each(&w->ctxs, i, e)
+		if (!w->B.cuCtxSetCurrent(e->obj))
+			stream_attrs_of(w, NULL, 0, i, a, &n);
+	w->cur_ctx = 0;		/* the next entry sets its own context again */
+	ret = table(r, VGPU_CKPT_SEC_STREAM_ATTRS, 0, a, n, sizeof(*a), NULL, 0);
+	free(a);
+	return ret;
+}
+
 /* Streams and events, and which context each handle belongs to. */
 static int write_streams_events(struct ckpt_run *r)
 {
@@ -547,6 +608,8 @@ static int collect(struct ckpt_run *r)
 		ret = write_globals(r);
 	if (!ret)
 		ret = write_streams_events(r);
+	if (!ret)
+		ret = write_stream_attrs(r);
 	free(r->alloc);
 	free(r->dg);
 	r->alloc = NULL;

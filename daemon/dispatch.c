@@ -5,6 +5,7 @@
  * context, run the handler, and answer (synchronous calls) or remember the
  * error for the next synchronous call (asynchronous ones).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -15,8 +16,15 @@ static const struct op_desc *ops[VGPU_OP_MAX];
 
 static void add(const struct op_desc *d)
 {
-	for (; d->fn; d++)
+	for (; d->fn; d++) {
+		/* Opcode blocks must ascend in proto.h, so VGPU_OP_MAX is past
+		 * them all; a block out of order is a build mistake. */
+		if (d->opcode >= VGPU_OP_MAX || ops[d->opcode]) {
+			vlog_err("%s: opcode %#x out of order or taken twice", d->name, d->opcode);
+			abort();
+		}
 		ops[d->opcode] = d;
+	}
 }
 
 void dispatch_init(void)
@@ -27,6 +35,12 @@ void dispatch_init(void)
 	add(exec_module_ops);
 	add(exec_graph_ops);
 	add(exec_bulk_ops);
+	add(exec_tables_ops);
+	add(exec_tensor_map_ops);
+	add(exec_green_ops);
+	add(exec_link_ops);
+	add(exec_graph_node_ops);
+	add(exec_streamops_ops);
 	add(exec_vmm_ops);
 }
 
@@ -93,9 +107,6 @@ static void answer(struct worker *w, const struct op_desc *d, const struct vgpu_
 
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 {
-	struct vgpu_cqe c = { .tag = sqe->tag };
-	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
-	struct op_call call = { .sqe = sqe, .cqe = &c };
 	int len;
 
 	if (sqe->tag > w->ring.sq_entries) {
@@ -106,6 +117,15 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 		return;
 	}
 	len = worker_payload_take(&w->ring, sqe, w->pbuf, w->ring.payload_size / 2);
+	dispatch_taken(w, sqe, w->pbuf, len);
+}
+
+void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *payload, int len)
+{
+	struct vgpu_cqe c = { .tag = sqe->tag };
+	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
+	struct op_call call = { .sqe = sqe, .cqe = &c };
+
 	if (len < 0) {
 		vlog_warn("op %u: payload outside the payload ring", sqe->opcode);
 		c.result = CUDA_ERROR_INVALID_VALUE;
@@ -126,7 +146,7 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 		if (c.result)
 			goto out;
 	}
-	call.payload = w->pbuf;
+	call.payload = payload;
 	call.len = len;
 	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
 	if (d->fn(w, &call) == OP_LATER)

@@ -225,6 +225,25 @@ static enum op_status op_dtoh_staged(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+int bulk_send_buffer(struct worker *w, const void *src, uint64_t total)
+{
+	uint32_t n = w->ring.staging_chunks, chunk = w->ring.staging_chunk;
+	uint64_t off = 0;
+
+	for (uint32_t k = 0; off < total; k++) {
+		uint32_t c = k % n;
+		uint32_t len = total - off < chunk ? (uint32_t)(total - off) : chunk;
+
+		if (!wait_seq(w, c, k < n ? 0 : ~(k - n + 1)))
+			return -EPIPE;
+		memcpy(vgpu_staging_chunk(&w->ring, c), (const uint8_t *)src + off, len);
+		write_once(&w->ring.sh->chunk[c].len, len);
+		publish_seq(w, c, k + 1);
+		off += len;
+	}
+	return 0;
+}
+
 const struct op_desc exec_bulk_ops[] = {
 	OP(MEMCPY_HTOD_STAGED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_htod_staged),
 	OP(MEMCPY_DTOH_STAGED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_dtoh_staged),

@@ -132,6 +132,8 @@ static enum op_status op_destroy(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	call->cqe->result = exec ? w->B.cuGraphExecDestroy(e->obj) : w->B.cuGraphDestroy(e->obj);
+	if (!exec)
+		graph_nodes_forget((uint32_t)call->sqe->arg[0]);
 	obj_remove(t, call->sqe->arg[0]);
 	return OP_DONE;
 }

@@ -47,6 +47,14 @@ void host_set_del(struct host_set *s, void *p);
 void host_set_each(struct host_set *s, void (*fn)(void *p, void *arg), void *arg);
 void host_set_free(struct host_set *s);
 
+/* Stream attributes the driver keeps per stream (host_streamops.c). */
+struct host_stream_attrs {
+	CUaccessPolicyWindow window;
+	CUsynchronizationPolicy sync_policy;
+	CUlaunchMemSyncDomainMap domain_map;
+	CUlaunchMemSyncDomain domain;
+};
+
 struct host_ctx {
 	int primary;
 	int active;		/* primary: retained and not reset since */
@@ -55,12 +63,14 @@ struct host_ctx {
 	CUresult sticky;	/* first device-side error, returned ever after */
 	size_t limit[10];
 	CUfunc_cache cache;
+	struct host_stream_attrs legacy_attrs;	/* the NULL stream's (zero: defaults) */
 };
 
 struct host_stream {
 	struct host_ctx *ctx;
 	unsigned flags;
 	int priority;
+	struct host_stream_attrs attrs;
 };
 
 struct host_event {
@@ -174,5 +184,9 @@ struct host_image {
 
 CUresult host_image_parse(const void *image, struct host_image *out);
 void host_image_free(struct host_image *img);
+
+/* host_streamops.c */
+/* A new stream's (or context's NULL stream's) attributes, as the driver's. */
+void host_stream_attrs_init(struct host_stream_attrs *a);
 
 #endif

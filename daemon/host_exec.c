@@ -63,6 +63,7 @@ CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int p
 		priority = HOST_PRIO_LEAST;
 	s->flags = flags;
 	s->priority = priority;
+	host_stream_attrs_init(&s->attrs);
 	r = add_to_current_ctx(&host.streams, s, &s->ctx);
 	if (r) {
 		free(s);

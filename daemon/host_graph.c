@@ -89,3 +89,71 @@ CUresult host_cuGraphDestroy(CUgraph g)
 	(void)g;
 	return no_graphs("cuGraphDestroy");
 }
+
+/* Graph nodes: no graph exists on this backend, so neither does a node. */
+CUresult host_cuGraphGetRootNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
+{
+	(void)g;
+	(void)nodes;
+	(void)n;
+	return no_graphs("cuGraphGetRootNodes");
+}
+
+CUresult host_cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
+{
+	(void)node;
+	(void)type;
+	return no_graphs("cuGraphNodeGetType");
+}
+
+CUresult host_cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)node;
+	(void)p;
+	return no_graphs("cuGraphKernelNodeGetParams");
+}
+
+CUresult host_cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)node;
+	(void)p;
+	return no_graphs("cuGraphKernelNodeSetParams");
+}
+
+CUresult host_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+						const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)exec;
+	(void)node;
+	(void)p;
+	return no_graphs("cuGraphExecKernelNodeSetParams");
+}
+
+CUresult host_cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+	(void)g;
+	(void)flags;
+	return no_graphs("cuGraphCreate");
+}
+
+CUresult host_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+				      size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)node;
+	(void)g;
+	(void)deps;
+	(void)ndeps;
+	(void)p;
+	return no_graphs("cuGraphAddKernelNode");
+}
+
+CUresult host_cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+					const CUgraphEdgeData *edges, size_t n)
+{
+	(void)g;
+	(void)from;
+	(void)to;
+	(void)edges;
+	(void)n;
+	return no_graphs("cuGraphAddDependencies");
+}

@@ -701,6 +701,47 @@ static int streams_events(struct rebuild *b)
 	return ret;
 }
 
+/* Each stream's attributes again, where the file has them (streamops). */
+static int stream_attrs(struct rebuild *b)
+{
+	struct worker *w = b->w;
+	struct vgpu_ckpt_stream_attr *a = NULL;
+	size_t n, off;
+	int ret;
+
+	if (vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_STREAM_ATTRS, 0) < 0)
+		return 0;	/* written before streams kept attributes */
+	ret = read_table(b, VGPU_CKPT_SEC_STREAM_ATTRS, 0, sizeof(*a), (void **)&a, &n, &off, NULL);
+	for (size_t k = 0; !ret && k < n; k++) {
+		struct obj_entry *e = a[k].handle && a[k].handle <= UINT32_MAX
+					      ? obj_get(&w->streams, (uint32_t)a[k].handle) : NULL;
+		CUstream st = e ? e->obj : NULL;
+		CUstreamAttrValue v, now;
+		CUresult rc;
+
+		if ((a[k].handle && !e) || a[k].attr > INT32_MAX) {
+			ret = fail(b, -EBADMSG, "attribute %u of stream %llu: no such stream",
+				   a[k].attr, (unsigned long long)a[k].handle);
+			break;
+		}
+		ret = use_ctx(b, e ? e->aux : a[k].ctx);
+		if (ret)
+			break;
+		memcpy(&v, a[k].value, sizeof(v));
+		memset(&now, 0, sizeof(now));	/* as the checkpoint read it */
+		/* A NULL stream is set only where the program changed it. */
+		if (!e && !w->B.cuStreamGetAttribute(NULL, (CUstreamAttrID)a[k].attr, &now) &&
+		    !memcmp(&now, &v, sizeof(v)))
+			continue;
+		rc = w->B.cuStreamSetAttribute(st, (CUstreamAttrID)a[k].attr, &v);
+		if (rc)
+			ret = fail(b, -EIO, "attribute %u of stream %llu cannot be set again "
+				   "(CUDA error %d)", a[k].attr, (unsigned long long)a[k].handle, rc);
+	}
+	free(a);
+	return ret;
+}
+
 /* The ring as the old worker left it: everything it took was released. */
 static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
 {
@@ -806,6 +847,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		ret = globals(&b);
 	if (!ret)
 		ret = streams_events(&b);
+	if (!ret)
+		ret = stream_attrs(&b);
 	if (b.bounce) {
 		w->B.cuMemHostUnregister(b.bounce);
 		free(b.bounce);

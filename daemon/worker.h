@@ -127,10 +127,20 @@ extern const struct op_desc exec_stream_ops[];
 extern const struct op_desc exec_module_ops[];
 extern const struct op_desc exec_bulk_ops[];
 extern const struct op_desc exec_graph_ops[];
+extern const struct op_desc exec_tables_ops[];
+extern const struct op_desc exec_tensor_map_ops[];
+extern const struct op_desc exec_green_ops[];
+extern const struct op_desc exec_link_ops[];
+extern const struct op_desc exec_graph_node_ops[];
+/* exec_graph_node.c: the node ids of a graph being destroyed are dropped. */
+void graph_nodes_forget(uint32_t graph);
+extern const struct op_desc exec_streamops_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */
 int bulk_recv_buffer(struct worker *w, void *dst, uint64_t total);
+/* The other way: @total bytes from @src to the client, which drains them. */
+int bulk_send_buffer(struct worker *w, const void *src, uint64_t total);
 
 /* worker.c */
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg);
@@ -182,6 +192,9 @@ bool worker_callbacks_stuck(struct worker *w);
 /* dispatch.c */
 void dispatch_init(void);
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe);
+/* The same for an entry whose payload was taken out of the ring before (len
+ * bytes at payload, or len < 0: it was malformed); its tag is in range. */
+void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *payload, int len);
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id);
 CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *err);
 struct global_range {
@@ -201,6 +214,10 @@ int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len);
 void worker_fold_deferred(struct worker *w, struct vgpu_cqe *c);
 /* st is capturing: pageable copies are refused (exec_graph.c). */
 bool worker_capturing(struct worker *w, CUstream st);
+
+/* exec_streamops.c: a stream wait queued on the GPU keeps the session's work
+ * from completing within cfg.order_wait_ms (or the client is gone). */
+bool streamops_gpu_stalled(struct worker *w);
 
 /* waiter.c: finish a reply once GPU work is done, off the main thread. */
 int waiter_start(struct worker *w);

@@ -67,6 +67,7 @@ GPU_BINS := $(addprefix $(GPU_OUT)/,$(GPU_SINGLE) tmpl rdc sgemm jit_ptx) \
 	$(patsubst tests/e2e/%.c,$(GPU_OUT)/e2e/%,$(E2E_DRIVER_SRCS)) \
 	$(patsubst tests/e2e/raw/%.c,$(GPU_OUT)/e2e/%,$(wildcard tests/e2e/raw/*.c))
 GPU_HDRS := $(E2E_HDRS) tests/gpu/tmpl.cuh
+GPU_BINS += $(GPU_OUT)/export_tables
 
 gpu-bins: $(GPU_BINS) bench-bins
 
@@ -89,6 +90,11 @@ $(GPU_OUT)/sgemm: tests/gpu/sgemm.cu $(GPU_HDRS)
 $(GPU_OUT)/jit_ptx: tests/gpu/jit_ptx.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS)
+
+# The hidden tables against the driver's (plain C, -lcuda; dlsym for vgpu's own).
+$(GPU_OUT)/export_tables: tests/gpu/export_tables.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -ldl
 
 $(GPU_OUT)/e2e/%: tests/e2e/%.cu $(E2E_HDRS)
 	@mkdir -p $(@D)

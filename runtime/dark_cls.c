@@ -178,11 +178,10 @@ void vgpu_cls_context_destroyed(CUcontext ctx)
 	}
 }
 
-VGPU_DARK_STUB(CONTEXT_LOCAL_STORAGE, 3)
+VGPU_DARK_DEFINE_STUBS(CONTEXT_LOCAL_STORAGE)
 
-const void *const vgpu_dark_cls_table[VGPU_DARK_CLS_SLOTS] = {
+const void *vgpu_dark_table_CONTEXT_LOCAL_STORAGE[VGPU_DARK_CONTEXT_LOCAL_STORAGE_SLOTS] = {
 	[0] = (const void *)vgpu_cls_put,
 	[1] = (const void *)vgpu_cls_delete,
 	[2] = (const void *)vgpu_cls_get,
-	VGPU_DARK_SLOT_STUB(CONTEXT_LOCAL_STORAGE, 3),
 };

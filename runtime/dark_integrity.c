@@ -246,8 +246,8 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds,
 		in.pid = (uint32_t)getpid();
 		in.tid = (uint32_t)(uintptr_t)pthread_self();
 		in.cudart_table = vgpu_dark_tables[VGPU_DARK_CUDART_INTERFACE].slots;
-		in.integrity_table = vgpu_dark_integrity_table;
-		in.check_fn = vgpu_dark_integrity_table[1];
+		in.integrity_table = vgpu_dark_table_INTEGRITY_CHECK;
+		in.check_fn = vgpu_dark_table_INTEGRITY_CHECK[1];
 		in.ndevices = (unsigned)count;
 		in.devices = devs;
 	}
@@ -257,10 +257,9 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds,
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_STUB(INTEGRITY_CHECK, 2)
+VGPU_DARK_DEFINE_STUBS(INTEGRITY_CHECK)
 
-const void *const vgpu_dark_integrity_table[VGPU_DARK_INTEGRITY_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(VGPU_DARK_INTEGRITY_SLOTS),
+const void *vgpu_dark_table_INTEGRITY_CHECK[VGPU_DARK_INTEGRITY_CHECK_SLOTS] = {
+	[0] = VGPU_DARK_SIZE_HEADER(VGPU_DARK_INTEGRITY_CHECK_SLOTS),
 	[1] = (const void *)integrity_check,
-	VGPU_DARK_SLOT_STUB(INTEGRITY_CHECK, 2),
 };

@@ -10,12 +10,13 @@
  * Capture queries are answered here while no capture is active anywhere in
  * the session (the common case: cudart asks often), and by the worker
  * otherwise. What they cannot give: the capturing graph and its dependency
- * nodes (NULL and 0), and node handles (cuGraphGetNodes counts only).
+ * nodes (NULL and 0). Graph nodes are graph_node.c's.
  */
 #include <stdlib.h>
 
 #include "driver.h"	/* cuda.h as the driver sees it: before capture.h */
 #include "capture.h"
+#include "graph.h"
 #include "handles.h"
 #include "init.h"
 #include "unsupported.h"
@@ -256,21 +257,53 @@ VGPU_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode
 
 /* ---- graphs ------------------------------------------------------------- */
 
-VGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+/* An empty graph, in the worker, in the current context. */
+VGPU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
+	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	struct graph *g;
-	CUresult rc = graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g);
+	CUresult rc = vgpu_initialized();
 
+	if (!rc)
+		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
-	if (!numNodes)
+	if (!phGraph || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (nodes)	/* node handles would need every node mirrored here */
-		return vgpu_unsupported("cuGraphGetNodes (node handles)");
-	rc = vgpu_call5(VGPU_OP_GRAPH_NODE_COUNT, g->ctx->id, 0, g->id, 0, 0, 0, 0, &cqe);
-	if (!rc)
-		*numNodes = cqe.val[0];
+	g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = vgpu_call5(VGPU_OP_GRAPH_CREATE, ctx->id, 0, g->id, flags, 0, 0, 0, &cqe);
+	if (rc) {
+		graph_free(g, VGPU_K_GRAPH);
+		return rc;
+	}
+	*phGraph = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id)
+{
+	struct graph *g;
+	CUresult rc = graph_resolve(h, VGPU_GRAPH_MAGIC, &g);
+
+	if (!rc) {
+		*ctx = g->ctx;
+		*id = g->id;
+	}
+	return rc;
+}
+
+CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *id)
+{
+	struct graph *g;
+	CUresult rc = graph_resolve(h, VGPU_GRAPH_EXEC_MAGIC, &g);
+
+	if (!rc) {
+		*ctx = g->ctx;
+		*id = g->id;
+	}
 	return rc;
 }
 
@@ -397,6 +430,8 @@ static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
 	if (rc)
 		return rc;
 	rc = vgpu_post5(op, g->ctx->id, 0, g->id, 0, 0, 0, 0);
+	if (!rc && k == VGPU_K_GRAPH)
+		vgpu_graph_nodes_release((CUgraph)h);
 	if (!rc)	/* reusable once the worker has been told */
 		graph_free(g, k);
 	return rc;

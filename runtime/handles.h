@@ -103,4 +103,10 @@ struct vgpu_func {
 
 VGPU_HIDDEN CUresult vgpu_func_resolve(CUfunction h, struct vgpu_func **out);
 
+/* stream.c, for stream_attr.c: as vgpu_stream_resolve, also giving the
+ * stream object (NULL for the legacy stream) whose cached priority a
+ * priority attribute changes. */
+VGPU_HIDDEN CUresult vgpu_stream_lookup(CUstream h, bool ptds, struct vgpu_stream **st,
+					struct vgpu_ctx **ctx);
+
 #endif

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "graph.h"
 #include "handles.h"
 #include "init.h"
 
@@ -179,6 +180,8 @@ static CUresult launch(CUfunction h, struct launch *L)
 
 	if (!rc)
 		rc = vgpu_func_resolve(h, &f);
+	if (!rc)	/* a capture may make it a graph node's function */
+		vgpu_func_remember(f);
 	if (!rc)
 		rc = vgpu_stream_resolve(L->stream, L->ptds, &ctx, &sid);
 	if (!rc)

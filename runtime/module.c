@@ -1250,3 +1250,159 @@ VGPU_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmem
 		*dynamicSmemSize = per_block;
 	return CUDA_SUCCESS;
 }
+
+/* ---- a module's functions, all of them ------------------------------------ */
+
+/*
+ * Calls visit(name) for each of the module's functions, in the driver's
+ * order, the names a page of them at a time from the worker. *total gets
+ * the count. A library is bound to the current context first, as a use.
+ */
+static CUresult each_function(struct module *m, unsigned int *total,
+			      CUresult (*visit)(struct module *m, const char *name, unsigned int i,
+						void *arg),
+			      void *arg)
+{
+	struct vgpu_session *s;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_FUNCTION_NAMES } };
+	uint64_t next = 0, n = 0;
+	CUresult rc = vgpu_session(&s);
+
+	if (rc)
+		return rc;
+	r.reply_cap = s->ring.reply_slot_size;
+	r.reply = malloc(r.reply_cap);
+	if (!r.reply)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	do {
+		const char *p = r.reply;
+		uint64_t got, len;
+
+		r.sqe.ctx = m->m.ctx->id;
+		r.sqe.arg[0] = m->m.id;
+		r.sqe.arg[1] = next;
+		rc = vgpu_call(&r);
+		if (rc)
+			break;
+		n = r.cqe.val[0];
+		got = r.cqe.val[1];
+		len = r.cqe.val[2];
+		/* The worker's answer, checked: got names within len bytes. */
+		if (n > UINT32_MAX || got > n - next || len > r.reply_cap || (!got && next < n)) {
+			rc = CUDA_ERROR_UNKNOWN;
+			break;
+		}
+		for (uint64_t i = 0; i < got && !rc; i++) {
+			const char *end = memchr(p, 0, len - (uint64_t)(p - (const char *)r.reply));
+
+			if (!end) {
+				rc = CUDA_ERROR_UNKNOWN;
+				break;
+			}
+			if (visit)
+				rc = visit(m, p, (unsigned int)(next + i), arg);
+			p = end + 1;
+		}
+		next += got;
+	} while (!rc && next < n && visit);
+	free(r.reply);
+	if (!rc)
+		*total = (unsigned int)n;
+	return rc;
+}
+
+struct enum_out {
+	void **out;
+	unsigned int cap;
+};
+
+static CUresult put_function(struct module *m, const char *name, unsigned int i, void *arg)
+{
+	struct enum_out *e = arg;
+
+	if (i >= e->cap)
+		return CUDA_SUCCESS;
+	return get_function(m, name, &e->out[i]);
+}
+
+static CUresult function_count(void *h, unsigned int *count)
+{
+	struct module *m;
+	CUresult rc = module_resolve(h, &m);
+
+	if (rc)
+		return rc;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	return each_function(m, count, NULL, NULL);
+}
+
+/* The same handles cuModuleGetFunction gives for the same names. */
+static CUresult enumerate_functions(void *h, void **out, unsigned int cap)
+{
+	struct enum_out e = { out, cap };
+	struct module *m;
+	unsigned int n;
+	CUresult rc = module_resolve(h, &m);
+
+	if (rc)
+		return rc;
+	if (!out || !cap)
+		return CUDA_ERROR_INVALID_VALUE;
+	return each_function(m, &n, put_function, &e);
+}
+
+VGPU_EXPORT CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
+{
+	return function_count(mod, count);
+}
+
+VGPU_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+						CUmodule mod)
+{
+	return enumerate_functions(mod, (void **)functions, numFunctions);
+}
+
+VGPU_EXPORT CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+	return function_count(lib, count);
+}
+
+VGPU_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
+					       CUlibrary lib)
+{
+	return enumerate_functions(lib, (void **)kernels, numKernels);
+}
+
+/*
+ * The cluster dimensions in config are ignored, as the driver documents;
+ * its scheduling policy, if any, is passed on.
+ */
+VGPU_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+							const CUlaunchConfig *config)
+{
+	uint32_t policy = 0;
+	struct vgpu_cqe cqe = { 0 };
+	struct vgpu_func *f;
+	CUresult rc = func_get(func, &f);
+
+	if (rc)
+		return rc;
+	if (!clusterSize || !config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
+			policy = config->attrs[i].value.clusterSchedulingPolicyPreference;
+	if (policy > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING ||
+	    config->gridDimX > 0x7fffffff || config->blockDimX > 0x7fffffff ||
+	    config->gridDimY > 0xffff || config->gridDimZ > 0xffff ||
+	    config->blockDimY > 0xffff || config->blockDimZ > 0xffff)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, f->mod->ctx->id, 0, f->id,
+			VGPU_DIM_PACK(config->gridDimX, config->gridDimY, config->gridDimZ),
+			VGPU_DIM_PACK(config->blockDimX, config->blockDimY, config->blockDimZ),
+			config->sharedMemBytes, policy, &cqe);
+	if (!rc)
+		*clusterSize = (int)cqe.val[0];
+	return rc;
+}

@@ -208,6 +208,17 @@ CUresult vgpu_stream_resolve(CUstream h, bool ptds_default, struct vgpu_ctx **ct
 	return CUDA_SUCCESS;
 }
 
+CUresult vgpu_stream_lookup(CUstream h, bool ptds_default, struct vgpu_stream **out,
+			    struct vgpu_ctx **ctx)
+{
+	struct stream *st;
+	CUresult rc = lookup(h, ptds_default, &st, ctx);
+
+	if (!rc)
+		*out = st ? &st->s : NULL;
+	return rc;
+}
+
 /* ---- entry points -------------------------------------------------------- */
 
 static void priority_range(int *least, int *greatest)

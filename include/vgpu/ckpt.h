@@ -124,6 +124,16 @@ enum {
 	VGPU_CKPT_SEC_CLIENT,		/* one struct vgpu_ckpt_client */
 	VGPU_CKPT_SEC_DIGESTS,		/* struct vgpu_ckpt_digest records */
 	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
+
+	/* vmm: the client's virtual memory API (see below) */
+	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
+	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
+	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
+	VGPU_CKPT_SEC_VMM_DATA,		/* one allocation's bytes; id = its handle id */
+	VGPU_CKPT_SEC_VMM_STATE,	/* one struct vgpu_ckpt_vmm_state */
+
+	/* streamops */
+	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -203,6 +213,18 @@ struct vgpu_ckpt_stream {
 	uint32_t reserved[3];
 };
 
+/* One attribute of one stream (CUstreamAttrID, the value as the driver
+ * gave it: a CUstreamAttrValue). Written for every stream and for each
+ * context's NULL stream; a restore sets a NULL stream's only where it
+ * differs from the driver's default. A file without the section restores
+ * streams with the driver's defaults. */
+struct vgpu_ckpt_stream_attr {
+	uint64_t handle;	/* the stream; 0: the NULL stream of ctx */
+	uint32_t attr;		/* CUstreamAttrID */
+	uint32_t ctx;		/* handle 0: the context's id */
+	uint8_t value[64];
+};
+
 struct vgpu_ckpt_event {
 	uint64_t handle;
 	uint32_t flags;		/* CU_EVENT_* */
@@ -278,15 +300,6 @@ struct vgpu_ckpt_client {
  * state, and never optional (a reader that skipped them would give the
  * program back its addresses unmapped). Device ordinals are the session's.
  */
-enum {
-	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
-	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
-	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
-	VGPU_CKPT_SEC_VMM_DATA,		/* one allocation's bytes; id = its handle id */
-	VGPU_CKPT_SEC_VMM_STATE,	/* one struct vgpu_ckpt_vmm_state */
-};
-#define VGPU_CKPT_SEC_VMM_FIRST	VGPU_CKPT_SEC_VMM_RESV
-#define VGPU_CKPT_SEC_VMM_LAST	VGPU_CKPT_SEC_VMM_STATE
 
 struct vgpu_ckpt_vmm_alloc {
 	uint64_t handle;	/* the id the client knows it by */
@@ -314,12 +327,6 @@ struct vgpu_ckpt_vmm_state {
 	uint64_t reserved[3];
 };
 
-/* Whether a reader of this build knows section type t. */
-static inline int vgpu_ckpt_type_known(uint32_t t)
-{
-	return t < VGPU_CKPT_SEC_NR || (t >= VGPU_CKPT_SEC_VMM_FIRST && t <= VGPU_CKPT_SEC_VMM_LAST);
-}
-
 _Static_assert(sizeof(struct vgpu_ckpt_gpu) == 128, "gpu identity layout");
 _Static_assert(sizeof(struct vgpu_ckpt_client) == 40, "client record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_header) == 512, "header layout");
@@ -332,6 +339,7 @@ _Static_assert(sizeof(struct vgpu_ckpt_global) == 40, "global record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_function) == 32, "function record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_stream) == 32, "stream record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_event) == 24, "event record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_stream_attr) == 80, "stream attribute record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");

@@ -349,6 +349,21 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_EXEC_DESTROY,	/* arg0 exec id */
 	VGPU_OP_GRAPH_DESTROY,		/* arg0 graph id */
 
+	/* hidden tables and what they need (runtime/dark_*.c, exec_tables.c) */
+	VGPU_OP_MODULE_FUNCTION_NAMES = 0xB0, /* arg0 module id, arg1 first index;
+					 * R: val0 functions in all, val1 names
+					 * here (NUL-terminated, in order) */
+	VGPU_OP_DRIVER_EXPORT_TABLE,	/* P: 16-byte table id (raw); R: val0 the
+					 * driver's size word (slot 0), val1 1
+					 * when slot 0 is no size; result: the
+					 * backend's cuGetExportTable answer */
+	VGPU_OP_OCCUPANCY_CLUSTER_SIZE,	/* arg0 function id, arg1 grid xyz, arg2 block
+					 * xyz, arg3 dyn smem, arg4 cluster
+					 * scheduling policy (0: none given);
+					 * R: val0 cluster size */
+	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
+					 * R: val0 TPCs, slot: val0 vGPC ids
+					 * then val0 mTPC ids */
 	/* the virtual memory API (cuMem*): handle ids issued by the worker */
 	VGPU_OP_VMM_RESERVE = 0xC0,	/* arg0 size, arg1 alignment, arg2 address wanted,
 					 * arg3 flags; R: val0 address */
@@ -374,8 +389,60 @@ enum vgpu_op {
 	VGPU_OP_VMM_RANGE_HANDLE,	/* arg0 address, arg1 size, arg2 CUmemRangeHandleType,
 					 * arg3 flags, arg4 token; the descriptor follows as
 					 * with VMM_EXPORT */
+	/* stream attributes, stream memory operations, context events, prefetch
+	 * (streamops) */
+	VGPU_OP_STREAM_SET_ATTR = 0xE0,	/* sqe.stream, arg0 CUstreamAttrID;
+					 * P: CUstreamAttrValue (64 bytes) */
+	VGPU_OP_STREAM_GET_ATTR,	/* sqe.stream, arg0 CUstreamAttrID; R: slot holds the value */
+	VGPU_OP_STREAM_COPY_ATTRS,	/* sqe.stream destination, arg0 source stream id */
+	VGPU_OP_CTX_RECORD_EVENT,	/* arg0 event id */
+	VGPU_OP_CTX_WAIT_EVENT,		/* arg0 event id */
+	VGPU_OP_STREAM_WRITE_VALUE,	/* sqe.stream, arg0 address, arg1 value, arg2 flags,
+					 * arg3 bytes (4 or 8) */
+	VGPU_OP_STREAM_WAIT_VALUE,	/* sqe.stream, arg0 address, arg1 value, arg2 flags,
+					 * arg3 bytes (4 or 8) */
+	VGPU_OP_STREAM_BATCH_MEMOP,	/* sqe.stream, arg0 count, arg1 flags;
+					 * P: CUstreamBatchMemOpParams[count] */
+	VGPU_OP_MEM_PREFETCH,		/* sqe.stream, arg0 address, arg1 bytes,
+					 * arg2 CUmemLocationType, arg3 location id, arg4 flags */
 
-	VGPU_OP_MAX
+	/* libraries' helpers: tensor maps, device resources, JIT linking */
+	VGPU_OP_TENSOR_MAP_ENCODE = 0xF0,	/* P: struct vgpu_tensor_map_req;
+					 * R: slot holds the 128-byte CUtensorMap */
+	VGPU_OP_TENSOR_MAP_REPLACE,	/* arg0 new global address; P: the 128-byte map;
+					 * R: slot holds the new map */
+	VGPU_OP_DEV_RESOURCE,		/* arg0 device, arg1 CUdevResourceType, arg2 1: of
+					 * sqe.ctx instead; R: slot holds a CUdevResource */
+	VGPU_OP_SM_RESOURCE_SPLIT,	/* arg0 groups room (<= VGPU_MAX_SM_GROUPS), arg1
+					 * useFlags, arg2 minCount, arg3 1: fill groups (0:
+					 * count them only); P: the input CUdevResource;
+					 * R: val0 groups, slot holds what remains, then
+					 * the groups */
+	VGPU_OP_RESOURCE_DESC,		/* arg0 resources; P: CUdevResource[arg0] */
+	VGPU_OP_LINK,			/* arg0 bytes: the link request (struct
+					 * vgpu_link_head ...) follows in staging chunks;
+					 * R: slot holds struct vgpu_link_reply and the
+					 * logs, also on failure */
+	VGPU_OP_LINK_RESULT,		/* arg0 cubin bytes of the last LINK: they come
+					 * back in staging chunks, and are forgotten */
+	VGPU_OP_GRAPH_NODES,		/* arg0 graph id, arg1 1: root nodes only; R: val0
+					 * nodes, slot holds struct vgpu_graph_node[val0]
+					 * (ids the worker issues, stable per node) */
+	VGPU_OP_KERNEL_NODE_GET,	/* arg0 node id; R: slot holds struct
+					 * vgpu_kernel_node and its parameter block */
+	VGPU_OP_KERNEL_NODE_SET,	/* arg0 node id, arg1 graph exec id (0: the node
+					 * in its graph); P: struct vgpu_kernel_node and
+					 * the parameter block, packed at the function's
+					 * parameter offsets */
+	VGPU_OP_GRAPH_CREATE,		/* arg0 new graph id, arg1 flags */
+	VGPU_OP_GRAPH_ADD_KERNEL_NODE,	/* arg0 graph id, arg1 dependencies; P: struct
+					 * vgpu_kernel_node, the parameter block, padded
+					 * to 4 bytes, then u32 node ids[arg1];
+					 * R: val0 the new node's id */
+	VGPU_OP_GRAPH_ADD_DEPENDENCIES,	/* arg0 graph id, arg1 edges; P: u32 from[arg1],
+					 * then u32 to[arg1] (node ids) */
+
+	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
 
 /* Three 21-bit dimensions packed in one u64 (CUDA limits fit: 2^31-1 for
@@ -435,6 +502,84 @@ struct vgpu_device_info {
 	uint32_t reserved;
 };
 
+/* TENSOR_MAP_ENCODE payload: the arguments of cuTensorMapEncodeTiled,
+ * ...Im2col or ...Im2colWide. Arrays hold rank entries (global_strides
+ * rank - 1; lower/upper rank - 2 for IM2COL, [0] alone for IM2COL_WIDE);
+ * the rest is zero. */
+#define VGPU_MAX_SM_GROUPS	256u	/* SM_RESOURCE_SPLIT: more than any GPU has SMs */
+#define VGPU_MAX_RESOURCES	256u	/* RESOURCE_DESC */
+
+#define VGPU_TMAP_TILED		0u
+#define VGPU_TMAP_IM2COL	1u
+#define VGPU_TMAP_IM2COL_WIDE	2u
+#define VGPU_TMAP_MAX_RANK	5u
+#define VGPU_TMAP_BYTES		128u
+struct vgpu_tensor_map_req {
+	uint32_t kind;			/* VGPU_TMAP_* */
+	uint32_t data_type;		/* CUtensorMapDataType */
+	uint32_t rank;
+	uint32_t interleave, swizzle, l2_promotion, oob_fill;
+	uint32_t wide_mode;		/* CUtensorMapIm2ColWideMode */
+	uint64_t global_address;
+	uint64_t global_dim[VGPU_TMAP_MAX_RANK];
+	uint64_t global_strides[VGPU_TMAP_MAX_RANK - 1];
+	uint32_t box_dim[VGPU_TMAP_MAX_RANK];
+	uint32_t element_strides[VGPU_TMAP_MAX_RANK];
+	int32_t lower[3], upper[3];	/* pixel box corners */
+	uint32_t channels_per_pixel, pixels_per_column;
+	uint32_t reserved[2];		/* must be 0 */
+};
+
+/*
+ * LINK request: a head, its options, then each input: struct
+ * vgpu_link_input, its options, its name (name_len bytes, NUL last) and its
+ * data (bytes), each piece padded to 8 bytes. Options are the scalar ones
+ * of common/jit_options.h only. The reply's logs follow it: info_len bytes
+ * of the info log, then error_len of the error log (no NULs).
+ */
+#define VGPU_LINK_MAX_INPUTS	256u
+#define VGPU_LINK_MAX_OPTIONS	64u	/* per list */
+#define VGPU_LINK_MAX_BYTES	(1ull << 30)
+#define VGPU_LINK_LOG		(16u << 10)	/* each log, its NUL included */
+struct vgpu_link_head {
+	uint32_t inputs, options;
+	uint64_t reserved;		/* must be 0 */
+};
+struct vgpu_jit_option {
+	uint32_t option;		/* CUjit_option */
+	uint32_t reserved;		/* must be 0 */
+	uint64_t value;
+};
+struct vgpu_link_input {
+	uint32_t type;			/* CUjitInputType: CUBIN, PTX, FATBINARY */
+	uint32_t name_len;		/* 1..VGPU_MAX_NAME */
+	uint32_t options;
+	uint32_t reserved;		/* must be 0 */
+	uint64_t bytes;
+};
+struct vgpu_link_reply {
+	uint64_t cubin_bytes;		/* fetched with LINK_RESULT */
+	uint32_t info_len, error_len;
+	uint32_t threads_per_block;	/* CU_JIT_THREADS_PER_BLOCK as the linker left it */
+	float wall_ms;			/* CU_JIT_WALL_TIME */
+};
+
+/* GRAPH_NODES: one node of a graph. */
+#define VGPU_MAX_GRAPH_NODES	8192u	/* what one reply slot holds */
+struct vgpu_graph_node {
+	uint32_t id;
+	uint32_t type;			/* CUgraphNodeType */
+};
+
+/* KERNEL_NODE_GET / _SET: a kernel node's parameters. */
+struct vgpu_kernel_node {
+	uint32_t func;			/* client function id */
+	uint32_t param_bytes;		/* the block that follows */
+	uint32_t grid[3], block[3];
+	uint32_t shared_bytes;
+	uint32_t reserved;		/* must be 0 */
+};
+
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
@@ -451,6 +596,13 @@ _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
 _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");
 _Static_assert(sizeof(struct vgpu_device_info) == 936, "device info layout");
+_Static_assert(sizeof(struct vgpu_tensor_map_req) == 192, "tensor map request layout");
+_Static_assert(sizeof(struct vgpu_link_head) == 16, "link head layout");
+_Static_assert(sizeof(struct vgpu_jit_option) == 16, "jit option layout");
+_Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
+_Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
+_Static_assert(sizeof(struct vgpu_graph_node) == 8, "graph node layout");
+_Static_assert(sizeof(struct vgpu_kernel_node) == 40, "kernel node layout");
 
 /* A descriptor crossing the session's socket after the handshake, with
  * SCM_RIGHTS: exported memory (worker -> client), memory to import (client

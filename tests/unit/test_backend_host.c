@@ -457,6 +457,44 @@ static void test_module(void)
 	      0 && v == 200 << 10, "dynamic smem attribute stored");
 }
 
+/* What the client's hidden tables need (host_tables.c). */
+static void test_tables(void)
+{
+	CUfunction fs[8] = { 0 };
+	CUlaunchConfig c = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128,
+			     .blockDimY = 1, .blockDimZ = 1 };
+	const void *t = (const void *)1;
+	const char *name = NULL;
+	unsigned int n = 0;
+	CUuuid id = { { 0x17, 0x34 } };
+	int v = -1;
+
+	CHECK(b.cuModuleGetFunctionCount(&n, mod) == 0 && n == 6, "6 kernels (%u)", n);
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuModuleGetFunctionCount(NULL, mod), "no count");
+	EXPECT(CUDA_ERROR_INVALID_HANDLE, b.cuModuleGetFunctionCount(&n, (CUmodule)&n),
+	       "count of no module");
+	EXPECT(CUDA_SUCCESS, b.cuModuleEnumerateFunctions(fs, 8, mod), "enumerate");
+	CHECK(fs[0] == f_fill && fs[1] == f_poke && fs[5] == f_none && !fs[6],
+	      "enumerated in image order, as cuModuleGetFunction hands them out");
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuModuleEnumerateFunctions(fs, 0, mod), "room for none");
+	CHECK(b.cuFuncGetName(&name, f_spin) == 0 && name && !strcmp(name, "vgpu_spin"),
+	      "name of vgpu_spin");
+	EXPECT(CUDA_ERROR_INVALID_HANDLE, b.cuFuncGetName(&name, (CUfunction)&n), "name of nothing");
+	CHECK(b.cuOccupancyMaxPotentialClusterSize(&v, f_spin, &c) == 0 && v == 8,
+	      "largest portable cluster: 8 (%d)", v);
+	b.cuFuncSetAttribute(f_spin, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+	CHECK(b.cuOccupancyMaxPotentialClusterSize(&v, f_spin, &c) == 0 && v == 16,
+	      "largest non-portable cluster: 16 (%d)", v);
+	b.cuFuncSetAttribute(f_spin, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0);
+	c.blockDimX = 4096;
+	EXPECT(CUDA_SUCCESS, b.cuOccupancyMaxPotentialClusterSize(&v, f_spin, &c), "huge block");
+	CHECK(v == 0, "a block that fits no SM: 0 (%d)", v);
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuOccupancyMaxPotentialClusterSize(&v, f_spin, NULL),
+	       "no config");
+	EXPECT(CUDA_ERROR_NOT_FOUND, b.cuGetExportTable(&t, &id), "no hidden tables here");
+	CHECK(t == NULL, "and no table");
+}
+
 static void test_launches(void)
 {
 	CUmemGenericAllocationHandle h;
@@ -943,6 +981,7 @@ int main(void)
 	test_vmm();
 	test_copies_memsets();
 	test_module();
+	test_tables();
 	test_launches();
 	test_streams_events();
 	test_sticky();

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -129,6 +130,106 @@ CUresult cuModuleLoadFatBinary(CUmodule *module, const void *image)
 	last_loaded = image;
 	last_loader = 2;
 	*module = (CUmodule)0x5678;
+	return CUDA_SUCCESS;
+}
+
+/* What the cluster and module slots call, recorded. */
+static struct { CUfunction f; int attr, value, n; } last_set;
+static int attr_values[CU_FUNC_ATTRIBUTE_MAX];
+static struct { CUfunction f; CUlaunchConfig cfg; CUlaunchAttribute attr; int calls; } last_occ;
+
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+	if (f != (CUfunction)0xf1)
+		return CUDA_ERROR_INVALID_HANDLE;
+	last_set.f = f;
+	last_set.attr = a;
+	last_set.value = v;
+	last_set.n++;
+	attr_values[a] = v;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+	if (f != (CUfunction)0xf1)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!v || (unsigned)a >= CU_FUNC_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = attr_values[a] + 1000 * (int)a;	/* says which attribute was read */
+	return CUDA_SUCCESS;
+}
+
+static CUresult record_occ(CUfunction f, const CUlaunchConfig *c)
+{
+	last_occ.f = f;
+	last_occ.cfg = *c;
+	last_occ.attr = c->numAttrs ? c->attrs[0] : (CUlaunchAttribute){ 0 };
+	last_occ.calls++;
+	return f == (CUfunction)0xf1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction f, const CUlaunchConfig *c)
+{
+	*size = 8;
+	return record_occ(f, c);
+}
+
+CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c)
+{
+	*n = 33;
+	return record_occ(f, c);
+}
+
+CUresult cuCtxGetDevice(CUdevice *dev)
+{
+	*dev = 0;
+	return CUDA_SUCCESS;
+}
+
+static int tpc_mapping_calls;
+
+CUresult vgpu_tpc_mapping(CUdevice dev, unsigned char **vgpc, unsigned char **mtpc)
+{
+	tpc_mapping_calls++;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*vgpc = malloc(4);
+	*mtpc = malloc(4);
+	memcpy(*vgpc, "\0\1\2\3", 4);
+	memcpy(*mtpc, "\0\0\0\1", 4);
+	return CUDA_SUCCESS;
+}
+
+/* A module 0x3d with three functions 0xa0, 0xa1, 0xa2 of 0, 1 and 2 parameters. */
+CUresult cuModuleGetFunctionCount(unsigned int *n, CUmodule m)
+{
+	if (m != (CUmodule)0x3d)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*n = 3;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction *fs, unsigned int n, CUmodule m)
+{
+	if (m != (CUmodule)0x3d)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (unsigned int i = 0; i < n && i < 3; i++)
+		fs[i] = (CUfunction)(uintptr_t)(0xa0 + i);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+	uintptr_t k = (uintptr_t)f;
+
+	if (k < 0xa0 || k > 0xa2)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (i >= k - 0xa0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*off = 8 * i;
+	if (size)
+		*size = 8;
 	return CUDA_SUCCESS;
 }
 
@@ -549,10 +650,173 @@ static void test_integrity(void)
 	CHECK(out[0] == again[0] && out[1] == again[1]);
 }
 
+/* The driver's sizes (580.159), and the tables it does not serve. */
+static void test_sizes(void)
+{
+	static const struct { enum vgpu_dark_table t; unsigned slots; } sizes[] = {
+		{ VGPU_DARK_CUDART_INTERFACE, 13 }, { VGPU_DARK_TOOLS_TLS, 3 },
+		{ VGPU_DARK_TOOLS_RUNTIME_CALLBACK_HOOKS, 7 }, { VGPU_DARK_CTX_CREATE_BYPASS, 2 },
+		{ VGPU_DARK_DEVICE_EXTENDED_RT, 31 }, { VGPU_DARK_INTEGRITY_CHECK, 3 },
+		{ VGPU_DARK_CONTEXT_CHECKS, 15 }, { VGPU_DARK_TOOLS_CONTEXT, 93 },
+		{ VGPU_DARK_TOOLS_MODULE, 99 }, { VGPU_DARK_TOOLS_MEMORY, 60 },
+		{ VGPU_DARK_TOOLS_TRAP_HANDLER, 23 }, { VGPU_DARK_TOOLS_PUSH_BUFFER_HAL, 32 },
+		{ VGPU_DARK_TOOLS_RM, 44 }, { VGPU_DARK_CLUSTER_PROTOTYPE, 17 },
+		{ VGPU_DARK_JIT, 7 },
+	};
+	static const unsigned char not_served[][16] = {
+		/* HEAP_ACCESS: INVALID_VALUE from the 580 driver */
+		{ 0x19, 0x5b, 0xcb, 0xf4, 0xd6, 0x7d, 0x02, 0x4a, 0xac, 0xc5, 0x1d, 0x29, 0xce,
+		  0xa6, 0x31, 0xae },
+		/* NVML's: slot 21 returns a pointer, a stub's error would be one */
+		{ 0x69, 0xa2, 0x8e, 0x9f, 0x24, 0x49, 0x8b, 0x47, 0xb0, 0x30, 0xc5, 0xda, 0x33,
+		  0x0e, 0xa4, 0xe9 },
+	};
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const void *const *s = table(sizes[i].t);
+
+		CHECK(vgpu_dark_tables[sizes[i].t].nslots == sizes[i].slots);
+		CHECK((uintptr_t)s[0] == sizes[i].slots * sizeof(void *));
+	}
+	for (unsigned i = 0; i < sizeof(not_served) / sizeof(not_served[0]); i++) {
+		CUuuid id;
+		const void *p = (const void *)0x1;
+
+		memcpy(id.bytes, not_served[i], 16);
+		CHECK(cuGetExportTable(&p, &id) == CUDA_ERROR_INVALID_VALUE && !p);
+	}
+	/* The raw byte order of the ClusterPrototype id (1734dc26-800d-...). */
+	CHECK(!memcmp(vgpu_dark_tables[VGPU_DARK_CLUSTER_PROTOTYPE].uuid.bytes,
+		      "\x17\x34\xdc\x26\x80\x0d\x47\x45\x87\x26\xc0\xf1\xe7\xdd\x8b\xca", 16));
+}
+
+/* Every stub fails, and says so once however often it is called. */
+static void test_stubs_log_once(void)
+{
+	static char buf[1 << 20];	/* a line per stub */
+	char path[] = "/tmp/test_dark_api.XXXXXX";
+	int fd = mkstemp(path), saved = dup(2), hits = 0;
+	ssize_t got;
+
+	CHECK(fd >= 0 && saved >= 0);
+	if (fd < 0 || saved < 0)
+		return;
+	unlink(path);
+	vgpu_log_init("test_dark_api", VGPU_LOG_WARN);
+	dup2(fd, 2);
+	for (unsigned t = 0; t < VGPU_DARK_NTABLES; t++) {
+		const struct vgpu_dark_table_desc *d = &vgpu_dark_tables[t];
+		const void *const *s = table(t);
+
+		for (unsigned i = d->size_header ? 1 : 0; i < d->nslots; i++) {
+			if (s[i] != d->stubs[i])
+				continue;
+			for (int k = 0; k < 3; k++)
+				CHECK(((CUresult (*)(void))s[i])() == CUDA_ERROR_NOT_SUPPORTED);
+		}
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	vgpu_log_init("test_dark_api", VGPU_LOG_ERROR);
+	got = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[got > 0 ? got : 0] = 0;
+	for (const char *p = buf; (p = strstr(p, "TOOLS_RM[5]")); p++)
+		hits++;
+	CHECK(hits == 1);
+	CHECK(strstr(buf, "JIT[1]") && strstr(buf, "CLUSTER_PROTOTYPE[16]"));
+}
+
+static void test_cluster_prototype(void)
+{
+	const void *const *s = table(VGPU_DARK_CLUSTER_PROTOTYPE);
+	CUfunction f = (CUfunction)0xf1;
+	int x = 0, y = 0, z = 0, v = 0;
+	unsigned char *vgpc = NULL, *mtpc = NULL;
+
+	CHECK(((CUresult (*)(CUfunction, int, int, int))s[1])(f, 2, 1, 1) == CUDA_SUCCESS);
+	CHECK(last_set.n == 3 && last_set.attr == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH &&
+	      last_set.value == 1);
+	CHECK(attr_values[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH] == 2);
+	CHECK(((CUresult (*)(CUfunction, int, int, int))s[1])((CUfunction)0xbad, 2, 1, 1) ==
+	      CUDA_ERROR_INVALID_HANDLE);
+	CHECK(((CUresult (*)(CUfunction, int))s[2])(f, 1) == CUDA_SUCCESS &&
+	      last_set.attr == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+	CHECK(((CUresult (*)(CUfunction, int))s[3])(f, 1) == CUDA_SUCCESS &&
+	      last_set.attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
+	CHECK(((CUresult (*)(unsigned char **, unsigned char **))s[4])(&vgpc, &mtpc) ==
+	      CUDA_SUCCESS && tpc_mapping_calls == 1 && vgpc && mtpc && vgpc[3] == 3);
+	CHECK(((CUresult (*)(unsigned char *, unsigned char *))s[13])(vgpc, mtpc) == CUDA_SUCCESS);
+	CHECK(((CUresult (*)(unsigned char **, unsigned char **))s[4])(NULL, &mtpc) ==
+	      CUDA_ERROR_INVALID_VALUE);
+	CHECK(((CUresult (*)(CUfunction, int *, int *, int *))s[5])(f, &x, &y, &z) == CUDA_SUCCESS);
+	CHECK(x == 2 + 1000 * CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH &&
+	      y == 1 + 1000 * CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT &&
+	      z == 1 + 1000 * CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
+	CHECK(((CUresult (*)(CUfunction, int *))s[6])(f, &v) == CUDA_SUCCESS &&
+	      v == 1 + 1000 * CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+	CHECK(((CUresult (*)(CUfunction, int *))s[7])(f, &v) == CUDA_SUCCESS &&
+	      v == 1 + 1000 * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
+	CHECK(((CUresult (*)(CUfunction, int *))s[12])(f, &v) == CUDA_SUCCESS &&
+	      v == 1000 * CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
+	/* [8]: the fake device answers INVALID_VALUE for CLUSTER_LAUNCH, passed on. */
+	CHECK(((CUresult (*)(CUdevice, int *))s[8])(0, &v) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(((CUresult (*)(CUfunction, int, size_t, int *))s[9])(f, 128, 1024, &v) ==
+	      CUDA_SUCCESS && v == 8);
+	CHECK(last_occ.cfg.blockDimX == 128 && last_occ.cfg.sharedMemBytes == 1024 &&
+	      last_occ.cfg.numAttrs == 0);
+	CHECK(((CUresult (*)(CUfunction, int, size_t, int, int *))s[10])(f, 256, 0, 4, &v) ==
+	      CUDA_SUCCESS && v == 33);
+	CHECK(last_occ.cfg.blockDimX == 256 && last_occ.cfg.gridDimX == 4 &&
+	      last_occ.attr.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&
+	      last_occ.attr.value.clusterDim.x == 4 && last_occ.attr.value.clusterDim.y == 1);
+	CHECK(((CUresult (*)(CUfunction, int, size_t, int, int *))s[10])(f, 256, 0, 0, &v) ==
+	      CUDA_ERROR_INVALID_VALUE);
+	CHECK(((uint32_t (*)(int, uint32_t))s[11])(0, 16) == 0);
+	CHECK(((CUresult (*)(int *))s[14])(&v) == CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static CUfunction visited[8];
+static CUmodule visited_mod;
+static int nvisited;
+
+static void visit(void *user, CUfunction f, CUmodule m)
+{
+	CHECK(user == (void *)0x5eed);
+	if (nvisited < 8)
+		visited[nvisited++] = f;
+	visited_mod = m;
+}
+
+static void test_tools_module(void)
+{
+	const void *const *s = table(VGPU_DARK_TOOLS_MODULE);
+	CUresult (*iter)(CUcontext, CUmodule, void (*)(void *, CUfunction, CUmodule), void *) =
+		(CUresult (*)(CUcontext, CUmodule, void (*)(void *, CUfunction, CUmodule), void *))s[7];
+	CUresult (*count)(CUfunction, size_t *) = (CUresult (*)(CUfunction, size_t *))s[33];
+	size_t n = 99;
+
+	CHECK(iter(NULL, (CUmodule)0x3d, visit, (void *)0x5eed) == (CUresult)3);
+	CHECK(nvisited == 3 && visited[0] == (CUfunction)0xa0 && visited[2] == (CUfunction)0xa2 &&
+	      visited_mod == (CUmodule)0x3d);
+	CHECK(iter(NULL, (CUmodule)0x3e, visit, (void *)0x5eed) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(iter(NULL, (CUmodule)0x3d, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(count((CUfunction)0xa2, &n) == CUDA_SUCCESS && n == 2);
+	CHECK(count((CUfunction)0xa0, &n) == CUDA_SUCCESS && n == 0);
+	CHECK(count((CUfunction)0xbad, &n) == CUDA_ERROR_INVALID_HANDLE);
+	CHECK(count((CUfunction)0xa1, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(s[93] != NULL);	/* the driver's is NULL */
+}
+
 int main(void)
 {
 	vgpu_log_init("test_dark_api", VGPU_LOG_ERROR);
 	test_lookup();
+	test_sizes();
+	test_cluster_prototype();
+	test_tools_module();
+	test_stubs_log_once();
 	test_unemulated_slot();
 	test_tools_context();
 	test_cudart_interface();

@@ -18,6 +18,10 @@
  *   rawclient chatter  sends a message on its socket after the welcome
  *                      (nothing is to come there), makes a call, prints
  *                      "chattered" and sleeps until killed
+ *   rawclient streamops stream attribute, write/wait value, batch and
+ *                      prefetch entries with bad sizes or addresses outside
+ *                      the session's memory: each refused, the worker
+ *                      serving on afterwards
  *
  * The daemon's socket: $VGPU_SOCKET (vgpu run --socket sets it). Exit 0
  * pass, 1 fail, 2 could not talk to the daemon.
@@ -356,6 +360,84 @@ static int bad(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- streamops: stream attribute, memop and prefetch entries --------- */
+
+static struct vgpu_cqe on_stream(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2,
+				 uint64_t a3, uint64_t a4, const void *payload, uint32_t len)
+{
+	struct vgpu_sqe s = { .opcode = op, .tag = 1, .ctx = CTX, .stream = 0,
+			      .arg = { a0, a1, a2, a3, a4 } };
+
+	if (!submit(&s, payload, len, WAIT_S * 1000))
+		die("the SQ stays full");
+	return reap();
+}
+
+static int streamops(void)
+{
+	uint64_t buf = setup(1 << 20), outside = W.dev_window_base + W.dev_window_size - 2;
+	CUstreamBatchMemOpParams ops[2];
+	CUstreamAttrValue v;
+	uint8_t *slot;
+	struct vgpu_cqe c;
+
+	memset(&v, 0, sizeof(v));
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_PRIORITY, 0, 0, 0, 0, &v, 10);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an attribute value of 10 bytes");
+	v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)0x10000;
+	v.accessPolicyWindow.num_bytes = 4096;
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0, 0, 0, 0,
+		      &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an access window on the worker's own memory");
+	v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)buf;
+	v.accessPolicyWindow.num_bytes = UINT64_MAX - buf + 2;
+	c = on_stream(VGPU_OP_STREAM_SET_ATTR, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0, 0, 0, 0,
+		      &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an access window that wraps");
+	c = on_stream(VGPU_OP_STREAM_GET_ATTR, 1ull << 40, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "attribute 2^40");
+	c = on_stream(VGPU_OP_STREAM_COPY_ATTRS, 1ull << 33, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "attributes copied from stream 2^33");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf, 1, 0, 3, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a 3-byte word");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf, 1ull << 32, 0, 4, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a 32-bit write of a 33-bit value");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, outside, 1, 0, 4, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a word across the end of the device window");
+	c = on_stream(VGPU_OP_STREAM_WAIT_VALUE, 0x10000, 1, 0, 8, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a wait on the worker's own memory");
+	memset(ops, 0, sizeof(ops));
+	ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+	ops[0].writeValue.address = buf;
+	ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+	ops[1].writeValue.address = 0x10000;
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 2, 0, 0, 0, 0, ops, sizeof(ops[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch of 2 with 1 operation's bytes");
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 1ull << 32, 0, 0, 0, 0, ops, sizeof(ops));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch of 2^32 operations");
+	c = on_stream(VGPU_OP_STREAM_BATCH_MEMOP, 2, 0, 0, 0, 0, ops, sizeof(ops));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a batch writing the worker's own memory");
+	c = on_stream(VGPU_OP_MEM_PREFETCH, buf, 4096, CU_MEM_LOCATION_TYPE_DEVICE, 99, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "a prefetch to device 99");
+	c = on_stream(VGPU_OP_MEM_PREFETCH, 1ull << 63, 4096, CU_MEM_LOCATION_TYPE_DEVICE, 0, 0,
+		      NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a prefetch of 2^63");
+	c = on_stream(VGPU_OP_CTX_RECORD_EVENT, 4242, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "a context event never created");
+	/* The worker serves on, and the refused batch wrote nothing. */
+	c = on_stream(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	c = on_stream(VGPU_OP_STREAM_WRITE_VALUE, buf + 8, 0x01020304, 0, 4, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a good write afterwards");
+	c = on_stream(VGPU_OP_MEMCPY_DTOH, buf, 16, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a copy back afterwards");
+	slot = vgpu_reply_slot(&R, 1);
+	check(!c.result && slot[0] == 0x5a && slot[8] == 0x04 && slot[11] == 0x01,
+	      "the bytes: the memset's, and the good write's", slot[0]);
+	printf("streamops: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- callback --------------------------------------------------------- */
 
 static __attribute__((noreturn)) void callback(void)
@@ -391,10 +473,243 @@ static __attribute__((noreturn)) void chatter(void)
 		pause();
 }
 
+/* ---- tables: the hidden tables' operations, bad entries (exec_tables.c) -- */
+
+static int tables(void)
+{
+	static const uint8_t cluster_id[16] = { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45,
+						0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca };
+	const uint64_t buf = setup(4096);
+	struct vgpu_cqe c;
+
+	c = call(VGPU_OP_MODULE_FUNCTION_NAMES, 12345, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "function names of a module never loaded");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, cluster_id, 15);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a driver table id of 15 bytes");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a driver table id of no bytes");
+	c = call(VGPU_OP_DRIVER_EXPORT_TABLE, 0, 0, 0, 0, 0, cluster_id, 16);
+	check(c.result == CUDA_SUCCESS || c.result == CUDA_ERROR_NOT_FOUND,
+	      "ClusterPrototype: the driver's (cuda) or none at all (host)", c.result);
+	c = call(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, 777, 1 | 1ull << 31 | 1ull << 47,
+		 128 | 1ull << 31 | 1ull << 47, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "largest cluster of a function never looked up");
+	c = call(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, 777, 1 | 1ull << 31 | 1ull << 47,
+		 128 | 1ull << 31 | 1ull << 47, 0, 99, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "largest cluster with scheduling policy 99");
+	c = call(VGPU_OP_TPC_MAPPING, 1u << 20, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "TPC mapping of device 2^20");
+	c = call(VGPU_OP_TPC_MAPPING, UINT64_MAX, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "TPC mapping of device 2^64 - 1");
+	c = call(VGPU_OP_TPC_MAPPING, 0, 0, 0, 0, 0, NULL, 0);
+	check(c.result == CUDA_SUCCESS ? c.val[0] > 0 && c.val[2] == 2 * c.val[0]
+				       : c.result == CUDA_ERROR_NOT_SUPPORTED,
+	      "TPC mapping of device 0: two arrays (cuda) or NOT_SUPPORTED (host)", c.result);
+	{
+		/* Untagged: no reply slot to write the names or arrays into. */
+		struct vgpu_sqe s = { .opcode = VGPU_OP_TPC_MAPPING, .ctx = CTX };
+
+		if (!submit(&s, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+		s.opcode = VGPU_OP_MODULE_FUNCTION_NAMES;
+		if (!submit(&s, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+	}
+	/* Refused, as asynchronous errors are reported: at the next answer. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "untagged: refused, said at the next answer");
+	/* The worker serves on. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	printf("tables: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+/* A LINK request of @len bytes (one staging chunk): its answer. */
+static struct vgpu_cqe link_call(const void *req, uint32_t len)
+{
+	struct vgpu_sqe s = { .opcode = VGPU_OP_LINK, .tag = 1, .ctx = CTX, .arg = { len } };
+
+	if (len > R.staging_chunk)
+		die("link request larger than a chunk");
+	reset_chunks();
+	if (!submit(&s, NULL, 0, WAIT_S * 1000))
+		die("the SQ stays full");
+	wait_seq(0, 0);
+	memcpy(vgpu_staging_chunk(&R, 0), req, len);
+	write_once(&R.sh->chunk[0].len, len);
+	publish(0, 1);
+	return reap();
+}
+
+/* A request of one PTX input with options @o (n of them) at the link level. */
+static uint32_t link_req(uint8_t *buf, const struct vgpu_jit_option *o, uint32_t n,
+			 uint32_t type, const char *name, uint32_t name_len)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry vgpu_spin(.param .u64 p)\n{\n\tret;\n}\n";
+	struct vgpu_link_head h = { .inputs = 1, .options = n };
+	struct vgpu_link_input in = { .type = type, .name_len = name_len, .bytes = sizeof(ptx) };
+	uint32_t off = 0;
+
+	memcpy(buf + off, &h, sizeof(h));
+	off += sizeof(h);
+	memcpy(buf + off, o, n * sizeof(*o));
+	off += n * sizeof(*o);
+	memcpy(buf + off, &in, sizeof(in));
+	off += sizeof(in);
+	memcpy(buf + off, name, name_len);
+	off += (name_len + 7) & ~7u;
+	memcpy(buf + off, ptx, sizeof(ptx));
+	off += (sizeof(ptx) + 7) & ~7u;
+	return off;
+}
+
+/* ---- libcalls: tensor maps and device resources, bad entries ---------- */
+
+static int libcalls(void)
+{
+	const uint64_t buf = setup(1u << 20);
+	struct vgpu_tensor_map_req q = {
+		.kind = VGPU_TMAP_TILED, .data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32, .rank = 2,
+		.global_address = buf, .global_dim = { 64, 32 }, .global_strides = { 256 },
+		.box_dim = { 16, 8 }, .element_strides = { 1, 1 },
+	};
+	CUdevResource res[2];
+	CUtensorMap map;
+	struct vgpu_cqe c;
+
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_SUCCESS, c, "tensor map: a good request encodes");
+	memcpy(&map, vgpu_reply_slot(&R, 1), sizeof(map));
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q) - 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: a short request");
+	q.rank = 6;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: rank 6 (arrays hold 5)");
+	q.rank = 0xffffffffu;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: rank 2^32 - 1");
+	q.rank = 2;
+	q.kind = 3;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: an unknown encoder");
+	q.kind = VGPU_TMAP_TILED;
+	q.reserved[1] = 1;
+	c = call(VGPU_OP_TENSOR_MAP_ENCODE, 0, 0, 0, 0, 0, &q, sizeof(q));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: a reserved field set");
+	c = call(VGPU_OP_TENSOR_MAP_REPLACE, buf + 256, 0, 0, 0, 0, &map, sizeof(map) - 1);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "tensor map: replacing in 127 bytes");
+	c = call(VGPU_OP_TENSOR_MAP_REPLACE, buf + 256, 0, 0, 0, 0, &map, sizeof(map));
+	expect(CUDA_SUCCESS, c, "tensor map: replacing the address of a good map");
+
+	c = call(VGPU_OP_DEV_RESOURCE, 99, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "resources: device 99");
+	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "resources: device 0");
+	memcpy(&res[0], vgpu_reply_slot(&R, 1), sizeof(res[0]));
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, VGPU_MAX_SM_GROUPS + 1, 0, 8, 1, 0, &res[0],
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: room for 257 groups");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 1ull << 32, 1, 0, &res[0], sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a minimum of 2^32 SMs");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 8, 2, 0, &res[0], sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: an unknown split mode");
+	c = call(VGPU_OP_SM_RESOURCE_SPLIT, 2, 0, 8, 1, 0, &res[0], sizeof(res[0]) - 4);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a short input resource");
+	c = call(VGPU_OP_RESOURCE_DESC, 0, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: a descriptor of none");
+	c = call(VGPU_OP_RESOURCE_DESC, 2, 0, 0, 0, 0, res, sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: 2 resources in the bytes of 1");
+	c = call(VGPU_OP_RESOURCE_DESC, VGPU_MAX_RESOURCES + 1, 0, 0, 0, 0, res, sizeof(res));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "resources: 257 resources");
+	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "resources: the worker serves on");
+
+	{
+		const struct vgpu_jit_option level = { .option = CU_JIT_OPTIMIZATION_LEVEL,
+						       .value = 3 };
+		const struct vgpu_jit_option logbuf = { .option = CU_JIT_INFO_LOG_BUFFER,
+							.value = 0x1000 };
+		static uint8_t lreq[4096];
+		uint32_t len;
+
+		c = call(VGPU_OP_LINK, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: an empty request");
+		c = call(VGPU_OP_LINK, VGPU_LINK_MAX_BYTES + 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a request over the limit");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_SUCCESS, c, "link: one PTX input links");
+		c = call(VGPU_OP_LINK_RESULT, 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: fetching a result of the wrong size");
+		len = link_req(lreq, &logbuf, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a log-buffer option (a pointer) sent");
+		c = call(VGPU_OP_LINK_RESULT, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: no result to fetch after a failure");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_OBJECT, "a.o", 4);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_NOT_SUPPORTED, c, "link: an object input");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx!!!", 8);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: a name without its NUL");
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len - 8);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: input data past the request");
+		c = link_call(lreq, len + 8);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: bytes after the last input");
+		static struct vgpu_jit_option many[VGPU_LINK_MAX_OPTIONS + 1];
+
+		for (uint32_t i = 0; i <= VGPU_LINK_MAX_OPTIONS; i++)
+			many[i] = level;
+		len = link_req(lreq, many, VGPU_LINK_MAX_OPTIONS + 1, CU_JIT_INPUT_PTX, "a", 2);
+		c = link_call(lreq, len);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "link: 65 options");
+		{
+			struct vgpu_link_head h = { .inputs = VGPU_LINK_MAX_INPUTS + 1 };
+
+			len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+			memcpy(lreq, &h, sizeof(h));
+			c = link_call(lreq, len);
+			expect(CUDA_ERROR_INVALID_VALUE, c, "link: 257 inputs announced");
+		}
+		len = link_req(lreq, &level, 1, CU_JIT_INPUT_PTX, "a.ptx", 6);
+		c = link_call(lreq, len);
+		expect(CUDA_SUCCESS, c, "link: the worker serves on");
+	}
+	{
+		struct vgpu_kernel_node k = { .func = 1 };
+
+		c = call(VGPU_OP_GRAPH_NODES, 77, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: of a graph never made");
+		c = call(VGPU_OP_GRAPH_NODES, 1ull << 40, 1, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: roots of graph 2^40");
+		c = call(VGPU_OP_KERNEL_NODE_GET, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: node 0");
+		c = call(VGPU_OP_KERNEL_NODE_GET, (1ull << 32) + 1, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: node 2^32 + 1");
+		c = call(VGPU_OP_KERNEL_NODE_SET, 5, 0, 0, 0, 0, &k, sizeof(k) - 4);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graph nodes: setting a node never issued");
+		c = call(VGPU_OP_GRAPH_CREATE, 0, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating graph id 0");
+		c = call(VGPU_OP_GRAPH_CREATE, 9, 1, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating with flags");
+		c = call(VGPU_OP_GRAPH_CREATE, 1ull << 40, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "graphs: creating graph id 2^40");
+		c = call(VGPU_OP_GRAPH_ADD_KERNEL_NODE, 9, 0, 0, 0, 0, &k, sizeof(k));
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graphs: a node added to no graph");
+		c = call(VGPU_OP_GRAPH_ADD_DEPENDENCIES, 9, 1, 0, 0, 0, &k, 8);
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "graphs: an edge added to no graph");
+	}
+	printf("libcalls: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter|callback");
+		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -402,9 +717,15 @@ int main(int argc, char **argv)
 		return stall();
 	if (!strcmp(argv[1], "bad"))
 		return bad();
+	if (!strcmp(argv[1], "streamops"))
+		return streamops();
 	if (!strcmp(argv[1], "chatter"))
 		chatter();
 	if (!strcmp(argv[1], "callback"))
 		callback();
-	die("usage: rawclient stuck|stall|bad|chatter|callback");
+	if (!strcmp(argv[1], "tables"))
+		return tables();
+	if (!strcmp(argv[1], "libcalls"))
+		return libcalls();
+	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
 }

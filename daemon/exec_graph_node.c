@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graph nodes: enumeration, and the parameters of kernel nodes. A graph's
+ * nodes are made by the driver (a capture records them), so their ids are
+ * issued here, the first time a node is enumerated, and stay the node's
+ * until its graph is destroyed. A kernel node names its function by the
+ * client's function id and carries its parameters as one block packed at
+ * the function's parameter offsets, as launches do.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "worker.h"
+
+static struct obj_table nodes;	/* id -> CUgraphNode, aux: its graph's id */
+static uint32_t next_node = 1;
+
+void graph_nodes_forget(uint32_t graph)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	if (!nodes.kind)
+		return;
+	obj_for_each(&nodes, i, e)
+		if (e->aux == graph)
+			obj_remove(&nodes, i);
+}
+
+/* The node's id, issued now if it has none. 0: no more ids. */
+static uint32_t node_id(CUgraphNode n, uint32_t graph)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	if (!nodes.kind)
+		obj_table_init(&nodes, "graph node");
+	obj_for_each(&nodes, i, e)
+		if (e->obj == n && e->aux == graph)
+			return i;
+	if (next_node >= OBJ_MAX_ID || obj_insert(&nodes, next_node, n, graph, NULL))
+		return 0;
+	return next_node++;
+}
+
+static enum op_status op_nodes(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, s->arg[0]);
+	struct vgpu_graph_node *out = (struct vgpu_graph_node *)call->reply;
+	CUgraphNode *list = NULL;
+	size_t n = 0;
+	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	_Static_assert(VGPU_MAX_GRAPH_NODES * sizeof(*out) <= (64u << 10), "nodes fit a slot");
+	if (!rc)
+		rc = s->arg[1] ? w->B.cuGraphGetRootNodes(g->obj, NULL, &n)
+			       : w->B.cuGraphGetNodes(g->obj, NULL, &n);
+	if (!rc && n > VGPU_MAX_GRAPH_NODES) {
+		vlog_warn("session %llu: a graph of %zu nodes: node handles are given for up to %u",
+			  (unsigned long long)w->session_id, n, VGPU_MAX_GRAPH_NODES);
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (!rc && n && !(list = calloc(n, sizeof(*list))))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!rc && n)
+		rc = s->arg[1] ? w->B.cuGraphGetRootNodes(g->obj, list, &n)
+			       : w->B.cuGraphGetNodes(g->obj, list, &n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		CUgraphNodeType t;
+
+		rc = w->B.cuGraphNodeGetType(list[i], &t);
+		out[i].type = t;
+		out[i].id = rc ? 0 : node_id(list[i], (uint32_t)s->arg[0]);
+		if (!rc && !out[i].id)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	free(list);
+	call->cqe->result = rc;
+	call->cqe->val[0] = rc ? 0 : n;
+	call->cqe->val[2] = rc ? 0 : n * sizeof(*out);
+	return OP_DONE;
+}
+
+/* A kernel node of a live graph. */
+static CUresult kernel_node(struct worker *w, uint64_t id, CUgraphNode *out)
+{
+	struct obj_entry *e = nodes.kind && id < OBJ_MAX_ID ? obj_get(&nodes, (uint32_t)id) : NULL;
+	CUgraphNodeType t;
+	CUresult rc;
+
+	if (!e || !obj_get(&w->graphs, (uint32_t)e->aux))
+		return CUDA_ERROR_INVALID_HANDLE;
+	rc = w->B.cuGraphNodeGetType(e->obj, &t);
+	if (!rc && t != CU_GRAPH_NODE_TYPE_KERNEL)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	*out = e->obj;
+	return rc;
+}
+
+/* The function's parameters, as cuFuncGetParamInfo says: their count. */
+static CUresult layout(struct worker *w, CUfunction f, struct vgpu_param_info *p, uint32_t *n)
+{
+	for (*n = 0;; (*n)++) {
+		size_t off, size;
+		CUresult rc = w->B.cuFuncGetParamInfo(f, *n, &off, &size);
+
+		if (rc == CUDA_ERROR_INVALID_VALUE)
+			return CUDA_SUCCESS;	/* past the last parameter */
+		if (rc)
+			return rc;
+		if (*n == VGPU_MAX_KERNEL_PARAMS || off + size > VGPU_MAX_PARAM_BYTES)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		p[*n] = (struct vgpu_param_info){ (uint32_t)off, (uint32_t)size };
+	}
+}
+
+/* The client's id for a function the worker holds; 0 if it has none. */
+static uint32_t func_id(struct worker *w, CUfunction f)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	obj_for_each(&w->funcs, i, e)
+		if (e->obj == f)
+			return i;
+	return 0;
+}
+
+static uint32_t pack(const CUDA_KERNEL_NODE_PARAMS *p, const struct vgpu_param_info *info,
+		     uint32_t n, uint8_t *dst)
+{
+	uint32_t end = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (info[i].offset + info[i].size > end)
+			end = info[i].offset + info[i].size;
+	memset(dst, 0, end);
+	for (uint32_t i = 0; p->kernelParams && i < n; i++)
+		memcpy(dst + info[i].offset, p->kernelParams[i], info[i].size);
+	if (!p->kernelParams && p->extra) {	/* the driver's own copy of a block */
+		const void *buf = NULL;
+		size_t size = 0;
+
+		for (int i = 0; p->extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+			if (p->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = p->extra[i + 1];
+			else if (p->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = *(const size_t *)p->extra[i + 1];
+		}
+		if (buf)
+			memcpy(dst, buf, size < end ? size : end);
+	}
+	return end;
+}
+
+static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
+{
+	static struct vgpu_param_info info[VGPU_MAX_KERNEL_PARAMS];
+	struct vgpu_kernel_node *k = (struct vgpu_kernel_node *)call->reply;
+	CUDA_KERNEL_NODE_PARAMS p = { 0 };
+	CUfunction f = NULL;
+	CUgraphNode node;
+	uint32_t n = 0;
+	CUresult rc = kernel_node(w, call->sqe->arg[0], &node);
+
+	if (!rc)
+		rc = w->B.cuGraphKernelNodeGetParams_v2(node, &p);
+	if (!rc) {
+		f = p.func ? p.func : (CUfunction)p.kern;
+		memset(k, 0, sizeof(*k));
+		k->func = func_id(w, f);
+		if (!k->func) {
+			vlog_warn("session %llu: a kernel node runs a function the session never "
+				  "looked up; its parameters cannot be named",
+				  (unsigned long long)w->session_id);
+			rc = CUDA_ERROR_NOT_SUPPORTED;
+		}
+	}
+	if (!rc)
+		rc = layout(w, f, info, &n);
+	if (!rc) {
+		k->grid[0] = p.gridDimX, k->grid[1] = p.gridDimY, k->grid[2] = p.gridDimZ;
+		k->block[0] = p.blockDimX, k->block[1] = p.blockDimY, k->block[2] = p.blockDimZ;
+		k->shared_bytes = p.sharedMemBytes;
+		k->param_bytes = pack(&p, info, n, call->reply + sizeof(*k));
+		call->cqe->val[2] = sizeof(*k) + k->param_bytes;
+	}
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/*
+ * A struct vgpu_kernel_node and its parameter block at the head of the
+ * payload, made into the driver's parameters (pointing into the payload
+ * copy and @ptrs); *used says how many payload bytes that took.
+ */
+static CUresult kernel_params(struct worker *w, const struct op_call *call, void **ptrs,
+			      CUDA_KERNEL_NODE_PARAMS *p, uint32_t *used)
+{
+	static struct vgpu_param_info info[VGPU_MAX_KERNEL_PARAMS];
+	uint8_t *params = (uint8_t *)call->payload + sizeof(struct vgpu_kernel_node);
+	struct vgpu_kernel_node k;
+	struct obj_entry *f;
+	uint32_t n = 0;
+	CUresult rc;
+
+	if (call->len < sizeof(k))
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&k, call->payload, sizeof(k));
+	if (k.reserved || k.param_bytes > VGPU_MAX_PARAM_BYTES ||
+	    call->len - sizeof(k) < k.param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(f = obj_get(&w->funcs, k.func)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	rc = layout(w, f->obj, info, &n);
+	for (uint32_t i = 0; !rc && i < n; i++) {
+		/* Every parameter lies inside the block received. */
+		if (info[i].offset + info[i].size > k.param_bytes)
+			rc = CUDA_ERROR_INVALID_VALUE;
+		ptrs[i] = params + info[i].offset;
+	}
+	if (rc)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->func = f->obj;
+	p->gridDimX = k.grid[0], p->gridDimY = k.grid[1], p->gridDimZ = k.grid[2];
+	p->blockDimX = k.block[0], p->blockDimY = k.block[1], p->blockDimZ = k.block[2];
+	p->sharedMemBytes = k.shared_bytes;
+	p->kernelParams = n ? ptrs : NULL;
+	*used = sizeof(k) + k.param_bytes;
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
+{
+	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *exec = NULL;
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNode node;
+	uint32_t used = 0;
+	CUresult rc = kernel_node(w, s->arg[0], &node);
+
+	if (!rc && s->arg[1] && !(exec = obj_get(&w->graph_execs, (uint32_t)s->arg[1])))
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc)
+		rc = kernel_params(w, call, ptrs, &p, &used);
+	if (!rc && used != call->len)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = exec ? w->B.cuGraphExecKernelNodeSetParams_v2(exec->obj, node, &p)
+			  : w->B.cuGraphKernelNodeSetParams_v2(node, &p);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_graph_create(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	CUgraph g = NULL;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!s->arg[0] || s->arg[0] >= OBJ_MAX_ID || obj_get(&w->graphs, (uint32_t)s->arg[0]) ||
+	    s->arg[1])
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = w->B.cuGraphCreate(&g, 0);
+	if (!rc && obj_insert(&w->graphs, (uint32_t)s->arg[0], g, s->ctx, NULL)) {
+		w->B.cuGraphDestroy(g);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* n node ids of graph @graph, as the driver's nodes. */
+static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t id;
+		struct obj_entry *e;
+
+		memcpy(&id, &ids[i], sizeof(id));
+		e = nodes.kind ? obj_get(&nodes, id) : NULL;
+		if (!e || e->aux != graph)
+			return CUDA_ERROR_INVALID_VALUE;
+		out[i] = e->obj;
+	}
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
+{
+	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNode node = NULL;
+	uint32_t used = 0, id = 0;
+	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc && s->arg[1] > VGPU_MAX_GRAPH_NODES)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = kernel_params(w, call, ptrs, &p, &used);
+	used = (used + 3) & ~3u;
+	if (!rc && call->len != used + s->arg[1] * sizeof(uint32_t))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
+			       (uint32_t)s->arg[0], deps);
+	if (!rc)
+		rc = w->B.cuGraphAddKernelNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
+						  s->arg[1], &p);
+	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
+	call->cqe->result = rc;
+	call->cqe->val[0] = id;
+	return OP_DONE;
+}
+
+static enum op_status op_add_deps(struct worker *w, struct op_call *call)
+{
+	static CUgraphNode from[VGPU_MAX_GRAPH_NODES], to[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	const uint32_t *ids = call->payload;
+	uint64_t n = s->arg[1];
+	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || call->len != 2 * n * sizeof(uint32_t)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list(ids, n, (uint32_t)s->arg[0], from);
+	if (!rc)
+		rc = node_list(ids + n, n, (uint32_t)s->arg[0], to);
+	if (!rc)
+		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, NULL, n);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+const struct op_desc exec_graph_node_ops[] = {
+	OP(GRAPH_NODES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_nodes),
+	OP(KERNEL_NODE_GET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_get),
+	OP(KERNEL_NODE_SET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_set),
+	OP(GRAPH_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_graph_create),
+	OP(GRAPH_ADD_KERNEL_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_kernel),
+	OP(GRAPH_ADD_DEPENDENCIES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_deps),
+	{ 0 },
+};

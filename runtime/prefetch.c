@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Prefetching managed memory. vgpu has no managed memory yet, and the
+ * driver refuses a range that is not managed (CUDA_ERROR_INVALID_VALUE),
+ * so every prefetch of the program's memory is refused: not here, though,
+ * but by the worker's driver, after the worker has checked the range is the
+ * client's, so that the answer stays the driver's once managed memory
+ * comes. Synchronous, since the driver answers at once.
+ */
+#include "client.h"
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+
+static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
+			 CUstream h, bool ptds)
+{
+	struct vgpu_ctx *ctx;
+	struct vgpu_cqe cqe;
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	return vgpu_call5(VGPU_OP_MEM_PREFETCH, ctx->id, sid, p, n, (uint32_t)loc.type,
+			  (uint64_t)(int64_t)loc.id, flags, &cqe);
+}
+
+/* The CUDA 8 form names a device, or CU_DEVICE_CPU for the host. */
+static CUmemLocation location_of(CUdevice dev)
+{
+	if (dev == CU_DEVICE_CPU)
+		return (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
+	return (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev };
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+					CUstream hStream)
+{
+	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, false);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
+					     CUdevice dstDevice, CUstream hStream)
+{
+	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, true);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
+					   CUmemLocation location, unsigned int flags,
+					   CUstream hStream)
+{
+	return prefetch(devPtr, count, location, flags, hStream, false);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
+						CUmemLocation location, unsigned int flags,
+						CUstream hStream)
+{
+	return prefetch(devPtr, count, location, flags, hStream, true);
+}
+
+/*
+ * A batch is its prefetches in stream order, each to the location whose
+ * first index it is at or past. The driver checks the arrays first: indices
+ * start at 0, rise, stay below count; no more locations than prefetches;
+ * flags 0; not the legacy stream.
+ */
+static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+			       CUmemLocation *locs, size_t *idxs, size_t nlocs,
+			       unsigned long long flags, CUstream h, bool ptds)
+{
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!count || !dptrs || !sizes || !locs || !idxs || !nlocs || nlocs > count || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((!h && !ptds) || h == CU_STREAM_LEGACY)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t k = 0; k < nlocs; k++)
+		if (idxs[k] >= count || (k ? idxs[k] <= idxs[k - 1] : idxs[k] != 0))
+			return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0, k = 0; i < count && !rc; i++) {
+		while (k + 1 < nlocs && idxs[k + 1] <= i)
+			k++;
+		rc = prefetch(dptrs[i], sizes[i], locs[k], 0, h, ptds);
+	}
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+					     CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+					     size_t numPrefetchLocs, unsigned long long flags,
+					     CUstream hStream)
+{
+	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
+			      flags, hStream, false);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes,
+						  size_t count, CUmemLocation *prefetchLocs,
+						  size_t *prefetchLocIdxs, size_t numPrefetchLocs,
+						  unsigned long long flags, CUstream hStream)
+{
+	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
+			      flags, hStream, true);
+}

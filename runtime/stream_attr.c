@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream attributes (access policy window, synchronization policy,
+ * priority, memory synchronization domain and its map): kept by the
+ * worker's driver, per stream, so every get is a round trip and every set
+ * answers the driver's own error. A priority set here also changes what
+ * cuStreamGetPriority answers, as it does with the driver.
+ */
+#include <string.h>
+
+#include "client.h"
+#include "driver.h"
+#include "handles.h"
+#include "init.h"
+
+/* The driver clamps a priority it is given: cache what it kept. */
+static void refresh_priority(struct vgpu_stream *st, struct vgpu_ctx *ctx, uint32_t sid)
+{
+	CUstreamAttrValue got;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_GET_ATTR, .ctx = ctx->id,
+				       .stream = sid, .arg = { CU_LAUNCH_ATTRIBUTE_PRIORITY } },
+			      .reply = &got, .reply_cap = sizeof(got) };
+
+	if (st && !vgpu_call(&r) && r.cqe.val[2] == sizeof(got))
+		st->priority = got.priority;
+}
+
+static CUresult set_attr(CUstream h, bool ptds, CUstreamAttrID id, const CUstreamAttrValue *v)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_SET_ATTR } };
+	struct vgpu_stream *st;
+	struct vgpu_ctx *ctx;
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_lookup(h, ptds, &st, &ctx);
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, NULL, &sid);
+	if (rc)
+		return rc;
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	r.sqe.ctx = ctx->id;
+	r.sqe.stream = sid;
+	r.sqe.arg[0] = (uint32_t)id;
+	r.payload = v;
+	r.payload_len = sizeof(*v);
+	rc = vgpu_call(&r);
+	if (!rc && id == CU_LAUNCH_ATTRIBUTE_PRIORITY)
+		refresh_priority(st, ctx, sid);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
+					  const CUstreamAttrValue *value)
+{
+	return set_attr(hStream, false, attr, value);
+}
+
+VGPU_EXPORT CUresult cuStreamSetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr,
+					       const CUstreamAttrValue *value)
+{
+	return set_attr(hStream, true, attr, value);
+}
+
+static CUresult get_attr(CUstream h, bool ptds, CUstreamAttrID id, CUstreamAttrValue *out)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_GET_ATTR } };
+	CUstreamAttrValue v;
+	struct vgpu_ctx *ctx;
+	uint32_t sid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (rc)
+		return rc;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	r.sqe.ctx = ctx->id;
+	r.sqe.stream = sid;
+	r.sqe.arg[0] = (uint32_t)id;
+	r.reply = &v;
+	r.reply_cap = sizeof(v);
+	rc = vgpu_call(&r);
+	if (!rc && r.cqe.val[2] != sizeof(v))
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered no value */
+	if (!rc)
+		memcpy(out, &v, sizeof(v));
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr,
+					  CUstreamAttrValue *value_out)
+{
+	return get_attr(hStream, false, attr, value_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr,
+					       CUstreamAttrValue *value_out)
+{
+	return get_attr(hStream, true, attr, value_out);
+}
+
+static CUresult copy_attrs(CUstream dst, CUstream src, bool ptds)
+{
+	struct vgpu_stream *st;
+	struct vgpu_ctx *dctx, *sctx;
+	uint32_t did, sid;
+	struct vgpu_cqe cqe;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_lookup(dst, ptds, &st, &dctx);
+	if (!rc)
+		rc = vgpu_stream_resolve(dst, ptds, NULL, &did);
+	if (!rc)
+		rc = vgpu_stream_resolve(src, ptds, &sctx, &sid);
+	if (rc)
+		return rc;
+	/* "Both streams must have the same context" (INVALID_VALUE otherwise). */
+	if (sctx != dctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(VGPU_OP_STREAM_COPY_ATTRS, dctx->id, did, sid, 0, 0, 0, 0, &cqe);
+	if (!rc)
+		refresh_priority(st, dctx, did);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+	return copy_attrs(dst, src, false);
+}
+
+VGPU_EXPORT CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src)
+{
+	return copy_attrs(dst, src, true);
+}
