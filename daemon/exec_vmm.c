@@ -218,7 +218,7 @@ static CUresult location(struct worker *w, const CUmemLocation *l, int *ord)
 static CUresult read_prop(struct worker *w, const struct op_call *call, CUmemAllocationProp *p,
 			  CUmemAllocationProp *bp)
 {
-	const unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	const unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
 	CUresult rc;
 	int ord;
 
@@ -231,7 +231,8 @@ static CUresult read_prop(struct worker *w, const struct op_call *call, CUmemAll
 	if ((rc = location(w, &p->location, &ord)))
 		return rc;
 	if (p->requestedHandleTypes & ~known) {
-		vlog_info("vmm: handle types %#x are not supported (POSIX descriptors only)",
+		vlog_info("vmm: handle types %#x are not supported (POSIX descriptors and fabric "
+			  "handles only)",
 			  (unsigned)p->requestedHandleTypes);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
@@ -708,15 +709,30 @@ static enum op_status op_export(struct worker *w, struct op_call *call)
 	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 	if (!a || q->arg[2])
 		return OP_DONE;
-	if (q->arg[1] != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+	if (q->arg[1] != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
+	    q->arg[1] != CU_MEM_HANDLE_TYPE_FABRIC) {
 		vlog_info("vmm: export as handle type %llu is not supported (POSIX descriptors "
-			  "only)", (unsigned long long)q->arg[1]);
+			  "and fabric handles only)", (unsigned long long)q->arg[1]);
 		call->cqe->result = CUDA_ERROR_NOT_SUPPORTED;
 		return OP_DONE;
 	}
-	if (!(a->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+	if (!(a->prop.requestedHandleTypes & q->arg[1])) {
 		vlog_debug("vmm: allocation %llu was not created exportable",
 			   (unsigned long long)a->id);
+		return OP_DONE;
+	}
+	if (q->arg[1] == CU_MEM_HANDLE_TYPE_FABRIC) {
+		/* A fabric handle is data: it comes back in the reply. */
+		CUmemFabricHandle fh;
+
+		memset(&fh, 0, sizeof(fh));
+		rc = w->B.cuMemExportToShareableHandle(&fh, a->h, CU_MEM_HANDLE_TYPE_FABRIC, 0);
+		if (!rc) {
+			memcpy(call->reply, &fh, sizeof(fh));
+			call->cqe->val[2] = sizeof(fh);
+			a->exported = true;
+		}
+		call->cqe->result = rc;
 		return OP_DONE;
 	}
 	rc = w->B.cuMemExportToShareableHandle(&fd, a->h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
@@ -728,6 +744,48 @@ static enum op_status op_export(struct worker *w, struct op_call *call)
 	call->cqe->result = send_fd(w, q->arg[3], fd);
 	if (!call->cqe->result)
 		a->exported = true;
+	return OP_DONE;
+}
+
+/* The new allocation record of an import, with its backend handle. */
+static void imported(struct vmm_state *s, struct op_call *call, struct vmm_alloc *a,
+		     unsigned type, uint64_t size)
+{
+	a->id = s->next_id++;
+	a->size = size;
+	a->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	a->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a->prop.location.id = 0;
+	a->prop.requestedHandleTypes = (CUmemAllocationHandleType)type;
+	a->refs = 1;
+	a->imported = true;
+	s->a[s->na++] = a;
+	call->cqe->result = CUDA_SUCCESS;
+	call->cqe->val[0] = a->id;
+}
+
+/* A fabric handle is 64 bytes of data: the payload; the driver judges it. */
+static enum op_status import_fabric(struct worker *w, struct vmm_state *s, struct op_call *call)
+{
+	CUmemFabricHandle fh;
+	struct vmm_alloc *a;
+	CUresult rc;
+
+	if (call->len != sizeof(fh))
+		return OP_DONE;
+	memcpy(&fh, call->payload, sizeof(fh));
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
+		return OP_DONE;
+	}
+	rc = w->B.cuMemImportFromShareableHandle(&a->h, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
+	if (rc) {
+		call->cqe->result = rc;
+		free(a);
+		return OP_DONE;
+	}
+	imported(s, call, a, CU_MEM_HANDLE_TYPE_FABRIC, 0);
 	return OP_DONE;
 }
 
@@ -745,6 +803,8 @@ static enum op_status op_import(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
 		return OP_DONE;
 	}
+	if (q->arg[1] == CU_MEM_HANDLE_TYPE_FABRIC)
+		return import_fabric(w, s, call);
 	fd = fd_for(w, s, q->arg[0]);
 	if (fd < 0) {
 		vlog_info("vmm: an import came without its descriptor");
@@ -769,20 +829,11 @@ static enum op_status op_import(struct worker *w, struct op_call *call)
 		free(a);
 		goto out;
 	}
-	a->id = s->next_id++;
 	/* A memfd says its size; the driver's descriptors do not, and the
 	 * driver bounds the mappings itself. */
-	a->size = S_ISREG(st.st_mode) && st.st_size > 0 &&
-		  (uint64_t)st.st_size % w->vmem.gran == 0 ? (uint64_t)st.st_size : 0;
-	a->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	a->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	a->prop.location.id = 0;
-	a->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	a->refs = 1;
-	a->imported = true;
-	s->a[s->na++] = a;
-	call->cqe->result = CUDA_SUCCESS;
-	call->cqe->val[0] = a->id;
+	imported(s, call, a, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		 S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size % w->vmem.gran == 0
+			 ? (uint64_t)st.st_size : 0);
 out:
 	close(fd);
 	return OP_DONE;
@@ -1146,7 +1197,8 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 
 		if (!a[i].handle || a[i].handle >= s->next_id || alloc_any(s, a[i].handle) ||
 		    !a[i].size || a[i].size % w->vmem.gran || a[i].device >= (uint32_t)w->device_count ||
-		    (a[i].handle_types & ~(uint32_t)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+		    (a[i].handle_types & ~(uint32_t)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+						      CU_MEM_HANDLE_TYPE_FABRIC))) {
 			ret = say(why, len, -EBADMSG, "VMM allocation record %zu is not sound", i);
 			goto out;
 		}

@@ -278,13 +278,31 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 	ENTER();
 	if (!shareableHandle)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+	if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
+	    handleType != CU_MEM_HANDLE_TYPE_FABRIC) {
 		vlog_info("cuMemExportToShareableHandle: handle type %d is not supported "
-			  "(POSIX descriptors only)", (int)handleType);
+			  "(POSIX descriptors and fabric handles only)", (int)handleType);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	if ((rc = vgpu_session(&s)))
 		return rc;
+	if (handleType == CU_MEM_HANDLE_TYPE_FABRIC) {
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_EXPORT } };
+		CUmemFabricHandle fh;
+
+		r.sqe.ctx = ctx_id();
+		r.sqe.arg[0] = handle;
+		r.sqe.arg[1] = handleType;
+		r.sqe.arg[2] = flags;
+		r.reply = &fh;
+		r.reply_cap = sizeof(fh);
+		rc = vgpu_call(&r);
+		if (!rc && r.cqe.val[2] != sizeof(fh))
+			rc = CUDA_ERROR_UNKNOWN;
+		if (!rc)
+			memcpy(shareableHandle, &fh, sizeof(fh));
+		return rc;
+	}
 	pthread_mutex_lock(&fd_lock);
 	rc = vgpu_call5(VGPU_OP_VMM_EXPORT, ctx_id(), 0, handle, handleType, flags, token, 0,
 			NULL);
@@ -309,9 +327,25 @@ VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	ENTER();
 	if (!handle)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (shHandleType == CU_MEM_HANDLE_TYPE_FABRIC) {
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_IMPORT } };
+
+		if (!osHandle)
+			return CUDA_ERROR_INVALID_VALUE;
+		if ((rc = vgpu_session(&s)))
+			return rc;
+		r.sqe.ctx = ctx_id();
+		r.sqe.arg[1] = shHandleType;
+		r.payload = osHandle;
+		r.payload_len = sizeof(CUmemFabricHandle);
+		rc = vgpu_call(&r);
+		if (!rc)
+			*handle = r.cqe.val[0];
+		return rc;
+	}
 	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
 		vlog_info("cuMemImportFromShareableHandle: handle type %d is not supported "
-			  "(POSIX descriptors only)", (int)shHandleType);
+			  "(POSIX descriptors and fabric handles only)", (int)shHandleType);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0)

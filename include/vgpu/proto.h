@@ -382,10 +382,12 @@ enum vgpu_op {
 	VGPU_OP_VMM_RETAIN,		/* arg0 address; R: val0 handle id */
 	VGPU_OP_VMM_LOOKUP,		/* arg0 address; R: slot holds struct vgpu_vmm_info */
 	VGPU_OP_VMM_EXPORT,		/* arg0 handle id, arg1 handle type, arg2 flags, arg3 token;
-					 * the descriptor follows on the session's socket
-					 * (struct vgpu_fd_msg) before the answer */
-	VGPU_OP_VMM_IMPORT,		/* arg0 token, arg1 handle type; the descriptor was sent
-					 * on the session's socket first; R: val0 handle id */
+					 * a descriptor follows on the session's socket
+					 * (struct vgpu_fd_msg) before the answer; a fabric
+					 * handle is in the slot */
+	VGPU_OP_VMM_IMPORT,		/* arg0 token, arg1 handle type; a descriptor was sent
+					 * on the session's socket first; a fabric handle
+					 * is the payload; R: val0 handle id */
 	VGPU_OP_VMM_RANGE_HANDLE,	/* arg0 address, arg1 size, arg2 CUmemRangeHandleType,
 					 * arg3 flags, arg4 token; the descriptor follows as
 					 * with VMM_EXPORT */
