@@ -22,6 +22,11 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_CLIENT] = "client",
 	[VGPU_CKPT_SEC_DIGESTS] = "content digests",
 	[VGPU_CKPT_SEC_PARENT] = "parent path",
+	[VGPU_CKPT_SEC_VMM_RESV] = "VMM reservations",
+	[VGPU_CKPT_SEC_VMM_ALLOCS] = "VMM allocations",
+	[VGPU_CKPT_SEC_VMM_MAPS] = "VMM mappings",
+	[VGPU_CKPT_SEC_VMM_DATA] = "VMM allocation data",
+	[VGPU_CKPT_SEC_VMM_STATE] = "VMM state",
 	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
 };
 
