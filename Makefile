@@ -172,3 +172,8 @@ unit-bins: $(UNIT)/test_ckpt_fd
 $(UNIT)/test_ckpt_fd: $(call obj,tests/unit/test_ckpt_fd.c $(CKPT_SRCS))
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LIBURING) -lpthread -ldl
+
+# ---- the host backend's sharing of VMM memory (issue 11, vmm) ---------------
+UNIT_BINS += $(UNIT)/test_host_vmm
+unit-bins: $(UNIT)/test_host_vmm
+$(UNIT)/test_host_vmm: $(call obj,tests/unit/test_host_vmm.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)

@@ -125,7 +125,10 @@
 	X(cuStreamWaitValue64_v2) \
 	X(cuStreamBatchMemOp_v2) \
 	X(cuMemPrefetchAsync_v2) \
-	X(cuThreadExchangeStreamCaptureMode)
+	X(cuThreadExchangeStreamCaptureMode) \
+	X(cuMemExportToShareableHandle) \
+	X(cuMemImportFromShareableHandle) \
+	X(cuMemGetHandleForAddressRange)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -300,6 +300,18 @@ static int write_allocations(struct ckpt_run *r)
 	return r->dg ? write_digests(r) : 0;
 }
 
+/* The client's virtual memory API state (exec_vmm.c). */
+static int write_vmm(struct ckpt_run *r)
+{
+	char why[160];
+	int ret = worker_vmm_checkpoint(r->w, r->sink, why, sizeof(why));
+
+	if (ret)
+		return fail(r, ret, "%s", why);
+	r->a->result.device_bytes += r->w->vmem.created;
+	return 0;
+}
+
 static int write_modules(struct ckpt_run *r)
 {
 	struct worker *w = r->w;
@@ -605,6 +617,8 @@ static int collect(struct ckpt_run *r)
 	if (!ret)
 		ret = write_allocations(r);
 	if (!ret)
+		ret = write_vmm(r);
+	if (!ret)
 		ret = write_modules(r);
 	if (!ret)
 		ret = write_functions(r);
@@ -857,7 +871,8 @@ int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct 
 	if (r.sink)
 		ckpt_sink_landing(r.sink, land);
 	if (r.sink)
-		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
+		ckpt_sink_progress(r.sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created +
+								    w->pool.in_use));
 	ret = r.sink ? collect(&r) : fail(&r, -ENOMEM, "out of memory");
 	if (!ret && (ret = vgpu_ckpt_finish(wr)))
 		fail(&r, ret, "%s", vgpu_ckpt_writer_error(wr));
@@ -974,7 +989,8 @@ static void pause_and_copy(struct ckpt_job *j)
 		fail(&r, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->pool.in_use));
+	ckpt_sink_progress(j->sink, worker_progress_begin(w, w->vmem.in_use + w->vmem.created +
+							     w->pool.in_use));
 	if (collect(&r))
 		goto fail;
 	worker_progress_end(w);
@@ -996,7 +1012,7 @@ fail:
 void worker_checkpoint_start(struct worker *w, const struct ckpt_order *in)
 {
 	struct ckpt_job *j = calloc(1, sizeof(*j));
-	uint64_t want = w->vmem.in_use + (64ull << 20);
+	uint64_t want = w->vmem.in_use + w->vmem.created + (64ull << 20);
 	const struct ckpt_order *o = in;
 	pthread_t t;
 

@@ -12,9 +12,13 @@
  * against the regions first.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host_backend.h"
@@ -30,7 +34,16 @@ struct host_alloc {
 	uint64_t size;
 	unsigned maps;		/* live cuMemMap mappings of it */
 	int released;		/* cuMemRelease called: free at the last unmap */
+	int imported;		/* another process's memory: not in our budget */
 };
+
+/*
+ * What makes a memfd one of ours: its name, and seals that keep its size
+ * for ever (a descriptor that could shrink would fault whoever maps it).
+ * Exported descriptors carry them; imported ones must.
+ */
+#define HOST_MEMFD_NAME "vgpu-host-device"
+#define HOST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 enum region_kind { R_DEVICE, R_GLOBAL, R_HOST };
 
@@ -326,7 +339,8 @@ CUresult host_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllo
 static void alloc_free(struct host_alloc *a)
 {
 	close(a->fd);
-	host_budget_give(a->size);
+	if (!a->imported)
+		host_budget_give(a->size);
 	host_set_del(&host.allocs, a);
 	free(a);
 }
@@ -351,8 +365,9 @@ CUresult host_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a->size = size;
-	a->fd = memfd_create("vgpu-host-device", MFD_CLOEXEC);
-	if (a->fd < 0 || ftruncate(a->fd, (off_t)size) < 0) {
+	a->fd = memfd_create(HOST_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (a->fd < 0 || ftruncate(a->fd, (off_t)size) < 0 ||
+	    fcntl(a->fd, F_ADD_SEALS, HOST_SEALS) < 0) {
 		vlog_warn("host backend: memfd of %zu bytes: %s", size, strerror(errno));
 		if (a->fd >= 0)
 			close(a->fd);
@@ -388,6 +403,115 @@ CUresult host_cuMemRelease(CUmemGenericAllocationHandle handle)
 	}
 	pthread_mutex_unlock(&host.lock);
 	return r;
+}
+
+/* --- sharing ------------------------------------------------------------ */
+
+CUresult host_cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
+					   CUmemAllocationHandleType type,
+					   unsigned long long flags)
+{
+	struct host_alloc *a = (struct host_alloc *)(uintptr_t)handle;
+	CUresult r = host_check_init();
+	int fd = -1;
+
+	if (r)
+		return r;
+	if (!shareable || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+		vlog_debug("host backend: handle type %d cannot be exported (POSIX descriptors "
+			   "only)", (int)type);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	pthread_mutex_lock(&host.lock);
+	if (!host_set_has(&host.allocs, a) || a->released)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if ((fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_unlock(&host.lock);
+	if (!r)
+		*(int *)shareable = fd;
+	return r;
+}
+
+/* Whether fd is a memfd this backend made: its name and its seals; *size. */
+static int memfd_of_ours(int fd, uint64_t *size)
+{
+	char link[64], name[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int seals;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, name, sizeof(name) - 1);
+	if (n < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	name[n] = 0;
+	if (strcmp(name, "/memfd:" HOST_MEMFD_NAME " (deleted)"))
+		return 0;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & HOST_SEALS) != HOST_SEALS)
+		return 0;
+	if (st.st_size <= 0 || (uint64_t)st.st_size % HOST_GRANULARITY)
+		return 0;
+	*size = (uint64_t)st.st_size;
+	return 1;
+}
+
+CUresult host_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os,
+					     CUmemAllocationHandleType type)
+{
+	CUresult r = host_check_init();
+	int fd = (int)(intptr_t)os;
+	struct host_alloc *a;
+	uint64_t size = 0;
+
+	if (r)
+		return r;
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+		vlog_debug("host backend: handle type %d cannot be imported (POSIX descriptors "
+			   "only)", (int)type);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (fd < 0 || !memfd_of_ours(fd, &size)) {
+		vlog_info("host backend: descriptor %d is not device memory of this backend", fd);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	a->size = size;
+	a->imported = 1;
+	a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	pthread_mutex_lock(&host.lock);
+	if (a->fd < 0 || host_set_add(&host.allocs, a)) {
+		pthread_mutex_unlock(&host.lock);
+		if (a->fd >= 0)
+			close(a->fd);
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&host.lock);
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
+	return CUDA_SUCCESS;
+}
+
+CUresult host_cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size,
+					    CUmemRangeHandleType type, unsigned long long flags)
+{
+	CUresult r = host_check_init();
+
+	if (r)
+		return r;
+	if (!handle || !dptr || !size || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+	    (flags & ~(unsigned long long)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Host memory is no device a dma-buf could be exported from. */
+	vlog_debug("host backend: no dma-buf support");
+	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* --- mappings ----------------------------------------------------------- */

@@ -128,7 +128,7 @@ void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
 	}
 	j->w = w;
 	/* The device and pool bytes, and room for the rest of the state. */
-	j->prealloc = w->vmem.in_use + w->pool.in_use + (64ull << 20);
+	j->prealloc = w->vmem.in_use + w->vmem.created + w->pool.in_use + (64ull << 20);
 	if (pthread_create(&t, NULL, move_prepare, j)) {
 		worker_migrate_out(w, &j->order, NULL, NULL);
 		ckpt_order_close(&j->order);
@@ -861,6 +861,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		vlog_warn("worker: restore buffer not pinned; the restore will be slower");
 	if (!ret)
 		ret = memory(&b, fds[3]);
+	if (!ret && (ret = worker_vmm_restore(w, b.r, b.why, b.why_len)))
+		vlog_debug("worker: the VMM state was not taken up");
 	if (!ret)
 		ret = functions(&b);
 	if (!ret)
@@ -885,7 +887,7 @@ out:
 	worker_progress_end(w);
 	a->status = ret;
 	a->result.stall_ns = a->result.total_ns = vgpu_now_ns() - t0;
-	a->result.device_bytes = w->vmem.in_use;
+	a->result.device_bytes = w->vmem.in_use + w->vmem.created;
 	a->result.host_bytes = w->pool.in_use;
 	if (ret) {
 		vlog_warn("session %llu: cannot take the session up: %s",

@@ -216,6 +216,9 @@ static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr a
 	CUresult rc;
 
 	memset(out, 0, sizeof(*out));
+	/* Memory the client created itself shares the session's limit. */
+	if (size > m->size - m->mapped || m->created > m->size - m->mapped - size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (at) {
 		out->addr = at;
 		if (hole_take_at(m, at, size))
@@ -501,4 +504,58 @@ CUresult vmem_alloc_at(struct vmem *m, CUdevice dev, CUdeviceptr p, size_t bytes
 	r->used++;
 	m->in_use += bytes;
 	return CUDA_SUCCESS;
+}
+
+/* ---- the client's reservations and physical memory ---------------------- */
+
+CUresult vmem_reserve(struct vmem *m, size_t size, size_t align, CUdeviceptr want,
+		      CUdeviceptr *out)
+{
+	if (!size || size % m->gran || (align & (align - 1)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (align < m->gran)
+		align = m->gran;
+	if (size > m->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (want && want % align == 0 && !hole_take_at(m, want, size)) {
+		*out = want;
+		return CUDA_SUCCESS;
+	}
+	for (size_t i = 0; i < m->nholes; i++) {
+		CUdeviceptr h = m->holes[i].addr, end = h + m->holes[i].size;
+		CUdeviceptr a = (h + align - 1) & ~(CUdeviceptr)(align - 1);
+
+		if (a < h || a > end || size > end - a)
+			continue;
+		if (hole_take_at(m, a, size))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		*out = a;
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult vmem_reserve_at(struct vmem *m, CUdeviceptr p, size_t size)
+{
+	if (!size || size % m->gran || p < m->base || (p - m->base) % m->gran)
+		return CUDA_ERROR_INVALID_VALUE;
+	return hole_take_at(m, p, size) ? CUDA_ERROR_ALREADY_MAPPED : CUDA_SUCCESS;
+}
+
+void vmem_unreserve(struct vmem *m, CUdeviceptr p, size_t size)
+{
+	hole_give(m, p, size);
+}
+
+CUresult vmem_charge(struct vmem *m, size_t bytes)
+{
+	if (bytes > m->size - m->mapped || m->created > m->size - m->mapped - bytes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->created += bytes;
+	return CUDA_SUCCESS;
+}
+
+void vmem_uncharge(struct vmem *m, size_t bytes)
+{
+	m->created -= bytes;
 }

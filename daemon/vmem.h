@@ -31,6 +31,7 @@ struct vmem {
 	size_t nr, cap;
 	struct vmem_hole *holes;	/* free VA, sorted by address */
 	size_t nholes, hcap;
+	size_t created;			/* bytes of cuMemCreate'd memory the client holds */
 };
 
 /* Reserves [hint, hint + size) (hint 0: anywhere). */
@@ -50,5 +51,26 @@ int vmem_contains(struct vmem *m, CUdeviceptr p, size_t len);
  * the client asked for; stops at the first non-zero return and returns it. */
 int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size_t bytes),
 		  void *arg);
+
+/*
+ * The client's own virtual memory API. Address space it reserves is carved
+ * out of the window's free space, so a restore finds it at the same place:
+ * aligned to @align (0, or a power of two; never less than the granularity),
+ * at @want when that is free and aligned (the driver's hint), else anywhere.
+ * @size must be whole granules. CUDA_ERROR_OUT_OF_MEMORY when nothing fits.
+ */
+CUresult vmem_reserve(struct vmem *m, size_t size, size_t align, CUdeviceptr want,
+		      CUdeviceptr *out);
+/* Exactly [p, p + size) (a restore), or CUDA_ERROR_ALREADY_MAPPED. */
+CUresult vmem_reserve_at(struct vmem *m, CUdeviceptr p, size_t size);
+/* Gives a reservation's address space back (the caller checked it was one). */
+void vmem_unreserve(struct vmem *m, CUdeviceptr p, size_t size);
+/*
+ * Physical memory the client creates counts against the session's memory
+ * like cuMemAlloc'ed memory does: mapped and created bytes together never
+ * exceed the window. CUDA_ERROR_OUT_OF_MEMORY when @bytes does not fit.
+ */
+CUresult vmem_charge(struct vmem *m, size_t bytes);
+void vmem_uncharge(struct vmem *m, size_t bytes);
 
 #endif

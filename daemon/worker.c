@@ -525,17 +525,15 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms)
 }
 
 /*
- * Nothing legitimate comes on the client's socket once its session is
- * served, but a message left unread there would end every sleep below at
- * once (it is polled for hang-ups, and so reads readable): a client could
- * make its worker spin. Whatever arrives is dropped (descriptors too).
+ * Only descriptors for imports come on the client's socket once its
+ * session is served, but a message left unread there would end every sleep
+ * below at once (it is polled for hang-ups, and so reads readable): a
+ * client could make its worker spin. Whatever arrives is read at once: a
+ * bounded few descriptors for imports are kept, the rest dropped.
  */
 static void drop_chatter(struct worker *w)
 {
-	char buf[256];
-
-	while (recv(w->sock, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		;
+	worker_fd_drain(w);	/* descriptors sent for imports are kept (exec_vmm.c) */
 }
 
 /* Sleep until the client rings or goes away; false when it is gone. */

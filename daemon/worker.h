@@ -90,6 +90,7 @@ struct worker {
 	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
+	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
 };
 
 /*
@@ -230,5 +231,19 @@ void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
 void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);
 /* Replies once @stream's work so far is done (an event does the waiting). */
 enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s);
+
+/* exec_vmm.c: the client's virtual memory API. */
+extern const struct op_desc exec_vmm_ops[];
+/* True when the client holds reservations, allocations or mappings. */
+bool worker_vmm_in_use(const struct worker *w);
+struct ckpt_sink;
+struct vgpu_ckpt_reader;
+/* Checkpoint sections 20-24 (none when the client holds no VMM state);
+ * the same state back from a file. 0, or -errno with @why said. */
+int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, size_t len);
+int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, size_t len);
+/* Reads what the program sent on its socket: descriptors for imports are
+ * kept for their entries, anything else dropped. Never blocks. */
+void worker_fd_drain(struct worker *w);
 
 #endif

@@ -22,6 +22,7 @@
 #include "init.h"
 #include "log.h"
 #include "unsupported.h"
+#include "vmm.h"
 
 struct rtab {
 	struct vgpu_mem_range *v;	/* sorted by base, never overlapping */
@@ -100,7 +101,8 @@ static void remove_at(struct rtab *t, long i)
 static int track(struct rtab *t, enum vgpu_mem_kind kind, uint64_t base, uint64_t size,
 		 unsigned int flags, struct vgpu_ctx *ctx)
 {
-	struct vgpu_mem_range r = { kind, base, size, 0, flags, ctx };
+	struct vgpu_mem_range r = { .kind = kind, .base = base, .size = size, .flags = flags,
+				     .ctx = ctx };
 	int ret;
 
 	pthread_rwlock_wrlock(&mem.lock);
@@ -328,6 +330,24 @@ VGPU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 	return CUDA_SUCCESS;
 }
 
+/* A range mapped with cuMemMap: the mapping, as the driver answers. */
+static CUresult vmm_range_of(uint64_t p, struct vgpu_mem_range *r)
+{
+	struct vgpu_vmm_info in;
+	CUresult rc = vgpu_vmm_lookup(p, &in);
+
+	if (rc)
+		return rc;
+	*r = (struct vgpu_mem_range){ .kind = VGPU_MEM_DEVICE, .base = in.base, .size = in.size,
+				      .id = in.base };
+	r->vmm = true;
+	r->vmm_dev = in.device;
+	r->vmm_access = in.access;
+	r->vmm_rdma = in.rdma;
+	r->vmm_types = in.handle_types;
+	return CUDA_SUCCESS;
+}
+
 /* Base and size of the device allocation or pinned block holding p. */
 static CUresult range_of(struct vgpu_session *s, uint64_t p, struct vgpu_mem_range *r)
 {
@@ -341,12 +361,15 @@ static CUresult range_of(struct vgpu_session *s, uint64_t p, struct vgpu_mem_ran
 	if (k != VGPU_MEM_DEVICE)
 		return CUDA_ERROR_NOT_FOUND;
 	rc = vgpu_call5(VGPU_OP_MEM_GET_RANGE, 0, 0, p, 0, 0, 0, 0, &c);
+	if (rc == CUDA_ERROR_NOT_FOUND)
+		return vmm_range_of(p, r);
 	if (rc)
 		return rc;
 	if (!c.val[1] || p - c.val[0] >= c.val[1])
 		return CUDA_ERROR_NOT_FOUND;
 	vgpu_ctx_current(&ctx);
-	*r = (struct vgpu_mem_range){ VGPU_MEM_DEVICE, c.val[0], c.val[1], c.val[0], 0, ctx };
+	*r = (struct vgpu_mem_range){ .kind = VGPU_MEM_DEVICE, .base = c.val[0], .size = c.val[1],
+				      .id = c.val[0], .ctx = ctx };
 	return CUDA_SUCCESS;
 }
 
@@ -618,8 +641,9 @@ VGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int
 		pthread_rwlock_unlock(&mem.lock);
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	}
-	full = insert(&mem.reg, &(struct vgpu_mem_range){ VGPU_MEM_REGISTERED, a, bytesize,
-							  mem.next_id++, Flags, ctx });
+	full = insert(&mem.reg, &(struct vgpu_mem_range){ .kind = VGPU_MEM_REGISTERED, .base = a,
+							  .size = bytesize, .id = mem.next_id++,
+							  .flags = Flags, .ctx = ctx });
 	pthread_rwlock_unlock(&mem.lock);
 	return full ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
@@ -679,6 +703,25 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 {
 	bool dev = r->kind == VGPU_MEM_DEVICE, reg = r->kind == VGPU_MEM_REGISTERED;
 
+	if (r->vmm) {
+		/* Virtual memory API mappings belong to no context. */
+		switch ((int)a) {
+		case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+			PUT(int, (int)r->vmm_dev);
+			return CUDA_SUCCESS;
+		case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+			PUT(int, (int)r->vmm_access);
+			return CUDA_SUCCESS;
+		case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+			PUT(unsigned long long, r->vmm_types);
+			return CUDA_SUCCESS;
+		case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+			PUT(int, r->vmm_rdma != 0);
+			return CUDA_SUCCESS;
+		default:
+			break;
+		}
+	}
 	switch ((int)a) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
 		PUT(CUcontext, r->ctx);

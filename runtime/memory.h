@@ -28,6 +28,10 @@ struct vgpu_mem_range {
 	uint64_t id;		/* CU_POINTER_ATTRIBUTE_BUFFER_ID */
 	unsigned int flags;	/* CU_MEMHOSTALLOC_* / CU_MEMHOSTREGISTER_* */
 	struct vgpu_ctx *ctx;	/* where it was allocated or registered */
+	/* Mapped with cuMemMap (base, size: that mapping; ctx NULL). */
+	bool vmm;
+	uint32_t vmm_dev, vmm_access, vmm_rdma;	/* ordinal, CU_MEM_ACCESS_FLAGS_* */
+	uint64_t vmm_types;			/* requestedHandleTypes */
 };
 
 /*

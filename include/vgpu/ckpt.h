@@ -127,6 +127,12 @@ enum {
 
 	/* Later types come in blocks: 20..24 the client's virtual memory, 25..29
 	 * memory pools, 30..31 streams' attributes. A type in a gap is unknown. */
+	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
+	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
+	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
+	VGPU_CKPT_SEC_VMM_DATA,		/* one allocation's bytes; id = its handle id */
+	VGPU_CKPT_SEC_VMM_STATE,	/* one struct vgpu_ckpt_vmm_state */
+
 	VGPU_CKPT_SEC_POOLS = 25,	/* struct vgpu_ckpt_pool records */
 	VGPU_CKPT_SEC_POOL_BLOCKS,	/* struct vgpu_ckpt_pool_block records */
 	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
@@ -320,6 +326,39 @@ struct vgpu_ckpt_client {
 	uint64_t reserved[2];
 };
 
+/*
+ * The client's virtual memory API (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap): sections 20-24, written only when the session holds such
+ * state, and never optional (a reader that skipped them would give the
+ * program back its addresses unmapped). Device ordinals are the session's.
+ */
+
+struct vgpu_ckpt_vmm_alloc {
+	uint64_t handle;	/* the id the client knows it by */
+	uint64_t size;
+	uint32_t device;
+	uint32_t refs;		/* handle references (0: released, still mapped) */
+	uint32_t handle_types;	/* requestedHandleTypes */
+	uint8_t compression, rdma;	/* allocFlags */
+	uint16_t usage;
+	uint64_t reserved[2];	/* [0]: 1 imported (now private), 2 exported; [1] zero */
+};
+
+/* A piece of a mapping with one access (cuMemSetAccess may split one). */
+struct vgpu_ckpt_vmm_map {
+	uint64_t start, size;
+	uint64_t map_start, map_size;	/* the cuMemMap call's range */
+	uint64_t handle;	/* the allocation mapped */
+	uint64_t offset;	/* of start in the allocation */
+	uint8_t access[16];	/* CU_MEM_ACCESS_FLAGS_* per device ordinal */
+	uint64_t reserved;
+};
+
+struct vgpu_ckpt_vmm_state {
+	uint64_t next_handle;	/* the id the next cuMemCreate gets */
+	uint64_t reserved[3];
+};
+
 _Static_assert(sizeof(struct vgpu_ckpt_gpu) == 128, "gpu identity layout");
 _Static_assert(sizeof(struct vgpu_ckpt_client) == 40, "client record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_header) == 512, "header layout");
@@ -339,5 +378,9 @@ _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_digest) == 40, "digest record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_pool) == 64, "pool record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_pool_block) == 32, "pool block record layout");
+
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_alloc) == 48, "vmm alloc record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_map) == 72, "vmm map record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_vmm_state) == 32, "vmm state record layout");
 
 #endif

@@ -364,6 +364,34 @@ enum vgpu_op {
 	VGPU_OP_TPC_MAPPING,		/* sqe.ctx current, arg0 device ordinal;
 					 * R: val0 TPCs, slot: val0 vGPC ids
 					 * then val0 mTPC ids */
+	/* the virtual memory API (cuMem*): handle ids issued by the worker */
+	VGPU_OP_VMM_RESERVE = 0xC0,	/* arg0 size, arg1 alignment, arg2 address wanted,
+					 * arg3 flags; R: val0 address */
+	VGPU_OP_VMM_ADDR_FREE,		/* arg0 address, arg1 size */
+	VGPU_OP_VMM_CREATE,		/* arg0 size, arg1 flags; P: CUmemAllocationProp;
+					 * R: val0 handle id */
+	VGPU_OP_VMM_RELEASE,		/* arg0 handle id */
+	VGPU_OP_VMM_MAP,		/* arg0 address, arg1 size, arg2 offset, arg3 handle id,
+					 * arg4 flags */
+	VGPU_OP_VMM_UNMAP,		/* arg0 address, arg1 size */
+	VGPU_OP_VMM_SET_ACCESS,		/* arg0 address, arg1 size; P: CUmemAccessDesc[] */
+	VGPU_OP_VMM_GET_ACCESS,		/* arg0 address, arg1 location type, arg2 location id;
+					 * R: val0 flags */
+	VGPU_OP_VMM_GRANULARITY,	/* arg0 option; P: CUmemAllocationProp; R: val0 */
+	VGPU_OP_VMM_PROPS,		/* arg0 handle id; R: slot holds CUmemAllocationProp */
+	VGPU_OP_VMM_RETAIN,		/* arg0 address; R: val0 handle id */
+	VGPU_OP_VMM_LOOKUP,		/* arg0 address; R: slot holds struct vgpu_vmm_info */
+	VGPU_OP_VMM_EXPORT,		/* arg0 handle id, arg1 handle type, arg2 flags, arg3 token;
+					 * a descriptor follows on the session's socket
+					 * (struct vgpu_fd_msg) before the answer; a fabric
+					 * handle is in the slot */
+	VGPU_OP_VMM_IMPORT,		/* arg0 token, arg1 handle type; a descriptor was sent
+					 * on the session's socket first; a fabric handle
+					 * is the payload; R: val0 handle id */
+	VGPU_OP_VMM_RANGE_HANDLE,	/* arg0 address, arg1 size, arg2 CUmemRangeHandleType,
+					 * arg3 flags, arg4 token; the descriptor follows as
+					 * with VMM_EXPORT */
+
 	/* stream-ordered allocation and memory pools: pool ids are issued by
 	 * the client; the default pool of device d is id d + 1 */
 	VGPU_OP_POOL_CREATE = 0xD0,	/* arg0 pool id, arg1 device, arg2 handle types,
@@ -593,5 +621,26 @@ _Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
 _Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
 _Static_assert(sizeof(struct vgpu_graph_node) == 8, "graph node layout");
 _Static_assert(sizeof(struct vgpu_kernel_node) == 40, "kernel node layout");
+
+/* A descriptor crossing the session's socket after the handshake, with
+ * SCM_RIGHTS: exported memory (worker -> client), memory to import (client
+ * -> worker). The token pairs it with its ring entry. */
+#define VGPU_FD_MSG_MAGIC 0x76666431u	/* "vfd1" */
+struct vgpu_fd_msg {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t token;
+};
+
+/* VMM_LOOKUP answer: the mapping holding an address. */
+struct vgpu_vmm_info {
+	uint64_t base, size;		/* the cuMemMap call's range */
+	uint64_t handle;		/* its allocation's handle id (0: released) */
+	uint64_t handle_types;		/* requestedHandleTypes of the allocation */
+	uint32_t device;		/* the allocation's device (client ordinal) */
+	uint32_t access;		/* CU_MEM_ACCESS_FLAGS_* for that device */
+	uint32_t rdma;			/* allocFlags.gpuDirectRDMACapable */
+	uint32_t pad;
+};
 
 #endif

@@ -102,6 +102,56 @@ int main(void)
 		CHECK(vmem_free(&m, p[i]) == CUDA_SUCCESS, "free restored %d", i);
 	}
 	vmem_destroy(&m);
+
+	/* The client's reservations: carved from the window's free space,
+	 * aligned, at the address asked for when it is free, never over an
+	 * allocation, and given back. */
+	CHECK(vmem_init(&m, &B, 1ull << 30, hint) == CUDA_SUCCESS, "a window for reservations");
+	{
+		CUdeviceptr a, b, c, d, q;
+		size_t g = m.gran;
+
+		CHECK(vmem_alloc(&m, dev, 3 * g, &q) == CUDA_SUCCESS, "an allocation first");
+		CHECK(vmem_reserve(&m, 0, 0, 0, &a) == CUDA_ERROR_INVALID_VALUE, "reserve 0 bytes");
+		CHECK(vmem_reserve(&m, g + 1, 0, 0, &a) == CUDA_ERROR_INVALID_VALUE,
+		      "reserve off the granularity");
+		CHECK(vmem_reserve(&m, g, 3 * g, 0, &a) == CUDA_ERROR_INVALID_VALUE,
+		      "alignment not a power of two");
+		CHECK(vmem_reserve(&m, 2ull << 30, 0, 0, &a) == CUDA_ERROR_OUT_OF_MEMORY,
+		      "more than the window");
+		CHECK(vmem_reserve(&m, 4 * g, 0, 0, &a) == CUDA_SUCCESS, "reserve 4 granules");
+		CHECK(a % g == 0 && a >= m.base && a + 4 * g <= m.base + m.size, "inside, aligned");
+		CHECK(a + 4 * g <= q || a >= q + 3 * g, "clear of the allocation");
+		CHECK(vmem_reserve(&m, g, 64 * g, 0, &b) == CUDA_SUCCESS && b % (64 * g) == 0,
+		      "a large alignment honoured");
+		CHECK(vmem_reserve(&m, g, 0, q, &c) == CUDA_SUCCESS && c != q,
+		      "an address that is taken: elsewhere");
+		CHECK(vmem_reserve(&m, g, 0, a + g, &d) == CUDA_SUCCESS && d != a + g,
+		      "inside another reservation: elsewhere");
+		vmem_unreserve(&m, d, g);
+		vmem_unreserve(&m, a, 4 * g);
+		CHECK(vmem_reserve(&m, 2 * g, 0, a + g, &d) == CUDA_SUCCESS && d == a + g,
+		      "a free address asked for is given");
+		CHECK(vmem_reserve(&m, g, 0, a + 4096, &c) == CUDA_SUCCESS && c != a + 4096 &&
+		      c % g == 0, "an unaligned address asked for: elsewhere, aligned");
+		CHECK(vmem_reserve(&m, g, (size_t)1 << 63, 0, &c) == CUDA_ERROR_OUT_OF_MEMORY,
+		      "an alignment nothing meets");
+		CHECK(vmem_reserve_at(&m, d, g) == CUDA_ERROR_ALREADY_MAPPED, "restore over a taken one");
+		vmem_unreserve(&m, d, 2 * g);
+		CHECK(vmem_reserve_at(&m, d, 2 * g) == CUDA_SUCCESS, "restore at the same place");
+		CHECK(vmem_reserve_at(&m, d + 1, g) == CUDA_ERROR_INVALID_VALUE, "restore misaligned");
+		CHECK(vmem_alloc(&m, dev, 2 * g, &c) == CUDA_SUCCESS && (c + 2 * g <= d || c >= d + 2 * g),
+		      "allocations avoid reservations");
+		/* Created memory shares the session's limit with allocations. */
+		CHECK(vmem_charge(&m, m.size) == CUDA_ERROR_OUT_OF_MEMORY, "charge beyond the limit");
+		CHECK(vmem_charge(&m, m.size - m.mapped) == CUDA_SUCCESS, "charge up to the limit");
+		CHECK(vmem_alloc(&m, dev, 2 * g, &c) == CUDA_ERROR_OUT_OF_MEMORY,
+		      "no allocation beyond it");
+		vmem_uncharge(&m, m.size - m.mapped);
+		CHECK(m.created == 0, "uncharged");
+		CHECK(vmem_alloc(&m, dev, 2 * g, &c) == CUDA_SUCCESS, "allocations again");
+	}
+	vmem_destroy(&m);
 	printf("test_vmem: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -22,6 +22,12 @@
  *                      prefetch entries with bad sizes or addresses outside
  *                      the session's memory: each refused, the worker
  *                      serving on afterwards
+ *   rawclient vmm      virtual memory API entries no runtime sends: short
+ *                      or long properties, access descriptors cut or too
+ *                      many, mappings of others' memory or outside the
+ *                      client's reservations, imports with no descriptor
+ *                      or a message of junk on the socket: each refused,
+ *                      the worker serving on afterwards
  *
  * The daemon's socket: $VGPU_SOCKET (vgpu run --socket sets it). Exit 0
  * pass, 1 fail, 2 could not talk to the daemon.
@@ -706,6 +712,111 @@ static int libcalls(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- vmm: the virtual memory API's entries ---------------------------- */
+
+static int vmm(void)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc d[17];
+	struct vgpu_cqe c;
+	uint64_t buf = setup(4 << 20), r, h, g;
+	char junk[40] = "junk";
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	c = call(VGPU_OP_VMM_GRANULARITY, CU_MEM_ALLOC_GRANULARITY_MINIMUM, 0, 0, 0, 0, &prop,
+		 sizeof(prop));
+	if (c.result || !c.val[0])
+		die("VMM_GRANULARITY failed");
+	g = c.val[0];
+	c = call(VGPU_OP_VMM_CREATE, g, 0, 0, 0, 0, &prop, sizeof(prop) - 1);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "properties one byte short");
+	c = call(VGPU_OP_VMM_CREATE, g, 0, 0, 0, 0, d, sizeof(prop) + 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "properties 8 bytes long");
+	prop.location.id = -1;
+	c = call(VGPU_OP_VMM_CREATE, g, 0, 0, 0, 0, &prop, sizeof(prop));
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "device -1");
+	prop.location.id = 0;
+	prop.requestedHandleTypes = (CUmemAllocationHandleType)0x80000000u;
+	c = call(VGPU_OP_VMM_CREATE, g, 0, 0, 0, 0, &prop, sizeof(prop));
+	expect(CUDA_ERROR_NOT_SUPPORTED, c, "an unknown handle type");
+	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+	c = call(VGPU_OP_VMM_CREATE, UINT64_MAX - g + 1, 0, 0, 0, 0, &prop, sizeof(prop));
+	expect(CUDA_ERROR_OUT_OF_MEMORY, c, "2^64 - granularity bytes");
+	c = call(VGPU_OP_VMM_CREATE, g, 0, 0, 0, 0, &prop, sizeof(prop));
+	expect(CUDA_SUCCESS, c, "a good allocation");
+	h = c.val[0];
+	c = call(VGPU_OP_VMM_RESERVE, 4 * g, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a reservation");
+	r = c.val[0];
+	c = call(VGPU_OP_VMM_RESERVE, g, 1ull << 63, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_OUT_OF_MEMORY, c, "alignment 2^63");
+	c = call(VGPU_OP_VMM_RESERVE, UINT64_MAX - g + 1, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_OUT_OF_MEMORY, c, "a reservation of 2^64 - granularity");
+	c = call(VGPU_OP_VMM_MAP, buf / g * g, g, 0, h, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a mapping over cuMemAlloc'ed memory");
+	c = call(VGPU_OP_VMM_MAP, 0x10000000, g, 0, h, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a mapping into the worker's own address space");
+	c = call(VGPU_OP_VMM_MAP, r + 3 * g, 2 * g, 0, h, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a mapping across the reservation's end");
+	c = call(VGPU_OP_VMM_MAP, r, g, UINT64_MAX - g + 1, h, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an offset that wraps");
+	c = call(VGPU_OP_VMM_MAP, UINT64_MAX - g + 1, 2 * g, 0, h, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a mapping whose end wraps");
+	c = call(VGPU_OP_VMM_MAP, r, g, 0, h, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a good mapping");
+	memset(d, 0, sizeof(d));
+	for (int i = 0; i < 17; i++) {
+		d[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		d[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	}
+	c = call(VGPU_OP_VMM_SET_ACCESS, r, g, 0, 0, 0, d, sizeof(d[0]) - 4);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an access descriptor cut short");
+	c = call(VGPU_OP_VMM_SET_ACCESS, r, g, 0, 0, 0, d, sizeof(d));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "17 access descriptors");
+	c = call(VGPU_OP_VMM_SET_ACCESS, r, g, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "no access descriptor");
+	c = call(VGPU_OP_VMM_GET_ACCESS, r, 1ull << 40, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "access of location type 2^40");
+	c = call(VGPU_OP_VMM_GET_ACCESS, r, CU_MEM_LOCATION_TYPE_DEVICE, 1ull << 35, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "access of device 2^35");
+	c = call(VGPU_OP_VMM_RETAIN, 0x10000000, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a retain of the worker's own address");
+	c = call(VGPU_OP_VMM_PROPS, h + 1000, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "properties of a handle never issued");
+	c = call(VGPU_OP_VMM_ADDR_FREE, r, 4 * g, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a reservation freed while mapped");
+	c = call(VGPU_OP_VMM_IMPORT, 42, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an import with no descriptor");
+	if (vgpu_send_fds(sock, junk, sizeof(junk), NULL, 0) != (int)sizeof(junk))
+		die("the socket refused junk");
+	c = call(VGPU_OP_VMM_IMPORT, 43, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an import after a message of junk");
+	c = call(VGPU_OP_VMM_RANGE_HANDLE, 0x10000000, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0,
+		 1, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a dma-buf of the worker's own memory");
+	c = call(VGPU_OP_VMM_EXPORT, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0, 7, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an export of memory not made exportable");
+	/* The worker serves on: the mapping works, and everything goes. */
+	c = call(VGPU_OP_VMM_SET_ACCESS, r, g, 0, 0, 0, d, sizeof(d[0]));
+	expect(CUDA_SUCCESS, c, "access afterwards");
+	c = call(VGPU_OP_MEMSET, r, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset of the mapping");
+	c = call(VGPU_OP_MEMCPY_DTOH, r + 100, 4, 0, 0, 0, NULL, 0);
+	check(!c.result && vgpu_reply_slot(&R, 1)[3] == 0x5a, "its bytes read back", c.result);
+	c = call(VGPU_OP_VMM_UNMAP, r, g, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "unmap");
+	c = call(VGPU_OP_VMM_RELEASE, h, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "release");
+	c = call(VGPU_OP_VMM_RELEASE, h, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "release twice");
+	c = call(VGPU_OP_VMM_ADDR_FREE, r, 4 * g, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "free the reservation");
+	printf("vmm: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
@@ -725,6 +836,8 @@ int main(int argc, char **argv)
 		callback();
 	if (!strcmp(argv[1], "tables"))
 		return tables();
+	if (!strcmp(argv[1], "vmm"))
+		return vmm();
 	if (!strcmp(argv[1], "libcalls"))
 		return libcalls();
 	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
