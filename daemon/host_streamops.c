@@ -37,8 +37,7 @@ void host_stream_attrs_init(struct host_stream_attrs *a)
 	a->domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
 }
 
-/* The attributes of h, its priority (NULL for the NULL stream) and its
- * context; under host.lock. */
+/* The attributes of h, its priority and its context; under host.lock. */
 static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
 			 struct host_ctx **owner)
 {
@@ -48,12 +47,12 @@ static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
 	if (r)
 		return r;
 	*owner = ctx;
-	*prio = NULL;
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
 		/* Zero is no valid policy: the context's NULL stream is new. */
 		if (!ctx->legacy_attrs.sync_policy)
 			host_stream_attrs_init(&ctx->legacy_attrs);
 		*a = &ctx->legacy_attrs;
+		*prio = &ctx->legacy_priority;
 		return CUDA_SUCCESS;
 	}
 	*a = &((struct host_stream *)h)->attrs;
@@ -102,11 +101,8 @@ CUresult host_cuStreamSetAttribute(CUstream h, CUstreamAttrID id, const CUstream
 			a->sync_policy = v->syncPolicy;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		/* Clamped to the range, as at creation; the NULL stream's is fixed. */
-		if (!prio) {
-			r = CUDA_ERROR_INVALID_VALUE;
-			break;
-		}
+		/* Clamped to the range, as at creation; the NULL stream takes
+		 * one too (as the driver's does). */
 		*prio = v->priority < HOST_PRIO_GREATEST ? HOST_PRIO_GREATEST
 			: v->priority > HOST_PRIO_LEAST ? HOST_PRIO_LEAST : v->priority;
 		break;
@@ -154,7 +150,7 @@ CUresult host_cuStreamGetAttribute(CUstream h, CUstreamAttrID id, CUstreamAttrVa
 		v->syncPolicy = a->sync_policy;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		v->priority = prio ? *prio : 0;
+		v->priority = *prio;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
 		v->memSyncDomainMap = a->domain_map;
@@ -186,8 +182,7 @@ CUresult host_cuStreamCopyAttributes(CUstream dst, CUstream src)
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (!r) {
 		*d = *s;
-		if (dp)
-			*dp = sp ? *sp : 0;
+		*dp = *sp;
 	}
 	pthread_mutex_unlock(&host.lock);
 	return r;

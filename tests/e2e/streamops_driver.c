@@ -209,6 +209,18 @@ static void attributes(CUstream s1, CUstream s2, CUdeviceptr win)
 		rc = cuStreamGetPriority(s2, &prio);
 	expect(!rc && prio == least, "a priority of 100 is clamped to the least", rc);
 
+	/* The legacy NULL stream takes a priority too. */
+	memset(&v, 0, sizeof(v));
+	v.priority = -3;
+	rc = set_attr(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v);
+	prio = 0;
+	if (!rc)
+		rc = cuStreamGetPriority(NULL, &prio);
+	memset(&v, 0, sizeof(v));
+	if (!rc)
+		rc = cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v);
+	expect(!rc && prio == -3 && v.priority == -3, "the NULL stream takes a priority", rc);
+
 	memset(&v, 0, sizeof(v));
 	rc = set_attr(s1, (CUstreamAttrID)999, v);
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "an unknown attribute is refused (set)", rc);
@@ -570,6 +582,10 @@ static int ckpt(CUstream s, CUdeviceptr win, const char *go)
 
 	if (!rc)
 		rc = set_attr(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v);
+	memset(&v, 0, sizeof(v));
+	v.priority = -2;
+	if (!rc)
+		rc = set_attr(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v);
 	expect(!rc, "attributes set before the checkpoint", rc);
 	printf("ready\n");
 	fflush(stdout);
@@ -579,6 +595,10 @@ static int ckpt(CUstream s, CUdeviceptr win, const char *go)
 	memset(&v, 0, sizeof(v));
 	rc = cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v);
 	expect(!rc && v.syncPolicy == CU_SYNC_POLICY_YIELD, "and the NULL stream's", rc);
+	/* Asked of the worker: the runtime's own copy outlives any restore. */
+	memset(&v, 0, sizeof(v));
+	rc = cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v);
+	expect(!rc && v.priority == -2, "the NULL stream's priority too", rc);
 	rc = cuStreamSynchronize(s);
 	expect(!rc, "the stream works after the restore", rc);
 	printf("streamops_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);

@@ -126,8 +126,11 @@ static void test_attributes(CUstream s, CUstream t)
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &g),
 	       "get the priority");
 	CHECK(g.priority == -5, "priority -9 clamped to -5 (got %d)", g.priority);
-	EXPECT(CUDA_ERROR_INVALID_VALUE, set(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v),
-	       "the NULL stream's priority is fixed");
+	EXPECT(CUDA_SUCCESS, set(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v),
+	       "the NULL stream takes a priority (as the driver's)");
+	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, &g),
+	       "get the NULL stream's priority");
+	CHECK(g.priority == -5, "the NULL stream's priority -9 clamped to -5 (got %d)", g.priority);
 	memset(&v, 0, sizeof(v));
 	v.syncPolicy = CU_SYNC_POLICY_YIELD;
 	EXPECT(CUDA_SUCCESS, set(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v),
