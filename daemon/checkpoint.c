@@ -433,13 +433,16 @@ static int write_globals(struct ckpt_run *r)
 	return ret;
 }
 
-/* What a restore sets again on each stream (its priority is in the stream
- * record); ids as CUstreamAttrID. */
+/* What a restore sets again on each stream, where it differs from what the
+ * new stream holds; ids as CUstreamAttrID. The priority is for the NULL
+ * streams (the driver takes one for them too): a stream is created again
+ * with its own (the stream record's). */
 static const uint32_t saved_stream_attrs[] = {
 	CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
 	CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
 	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
 	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+	CU_LAUNCH_ATTRIBUTE_PRIORITY,
 };
 #define NSAVED (sizeof(saved_stream_attrs) / sizeof(saved_stream_attrs[0]))
 

@@ -64,6 +64,7 @@ struct host_ctx {
 	size_t limit[10];
 	CUfunc_cache cache;
 	struct host_stream_attrs legacy_attrs;	/* the NULL stream's (zero: defaults) */
+	int legacy_priority;	/* the NULL stream's: the driver takes one */
 };
 
 struct host_stream {

@@ -29,14 +29,15 @@ void vgpu_host_set_wait_hook(bool (*hook)(void *arg), void *arg)
 void host_stream_attrs_init(struct host_stream_attrs *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->sync_policy = CU_SYNC_POLICY_AUTO;
+	/* The driver (580) answers -1 until a policy is set: none of the
+	 * stream's own, the context's applies. */
+	a->sync_policy = (CUsynchronizationPolicy)-1;
 	a->domain_map.default_ = 0;
 	a->domain_map.remote = 1;
 	a->domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
 }
 
-/* The attributes of h, its priority (NULL for the NULL stream) and its
- * context; under host.lock. */
+/* The attributes of h, its priority and its context; under host.lock. */
 static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
 			 struct host_ctx **owner)
 {
@@ -46,12 +47,12 @@ static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
 	if (r)
 		return r;
 	*owner = ctx;
-	*prio = NULL;
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
 		/* Zero is no valid policy: the context's NULL stream is new. */
 		if (!ctx->legacy_attrs.sync_policy)
 			host_stream_attrs_init(&ctx->legacy_attrs);
 		*a = &ctx->legacy_attrs;
+		*prio = &ctx->legacy_priority;
 		return CUDA_SUCCESS;
 	}
 	*a = &((struct host_stream *)h)->attrs;
@@ -59,20 +60,14 @@ static CUresult attrs_of(CUstream h, struct host_stream_attrs **a, int **prio,
 	return CUDA_SUCCESS;
 }
 
-static int prop_ok(CUaccessProperty p)
-{
-	return p == CU_ACCESS_PROPERTY_NORMAL || p == CU_ACCESS_PROPERTY_STREAMING ||
-	       p == CU_ACCESS_PROPERTY_PERSISTING;
-}
-
-/* As the driver checks a window: a hit ratio in [0, 1], known properties,
- * misses never persisting, no more bytes than the device's window size. */
+/* As the driver (580) checks a window: a hit ratio in [0, 1], misses never
+ * persisting, no more bytes than the device's window size. It takes other
+ * property values it does not know, and so does this. */
 static CUresult window_ok(const CUaccessPolicyWindow *w)
 {
 	if (!(w->hitRatio >= 0.0f && w->hitRatio <= 1.0f))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!prop_ok(w->hitProp) || !prop_ok(w->missProp) ||
-	    w->missProp == CU_ACCESS_PROPERTY_PERSISTING)
+	if (w->missProp == CU_ACCESS_PROPERTY_PERSISTING)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (w->num_bytes > 134213632u)	/* MAX_ACCESS_POLICY_WINDOW_SIZE */
 		return CUDA_ERROR_INVALID_VALUE;
@@ -106,11 +101,8 @@ CUresult host_cuStreamSetAttribute(CUstream h, CUstreamAttrID id, const CUstream
 			a->sync_policy = v->syncPolicy;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		/* Clamped to the range, as at creation; the NULL stream's is fixed. */
-		if (!prio) {
-			r = CUDA_ERROR_INVALID_VALUE;
-			break;
-		}
+		/* Clamped to the range, as at creation; the NULL stream takes
+		 * one too (as the driver's does). */
 		*prio = v->priority < HOST_PRIO_GREATEST ? HOST_PRIO_GREATEST
 			: v->priority > HOST_PRIO_LEAST ? HOST_PRIO_LEAST : v->priority;
 		break;
@@ -158,7 +150,7 @@ CUresult host_cuStreamGetAttribute(CUstream h, CUstreamAttrID id, CUstreamAttrVa
 		v->syncPolicy = a->sync_policy;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		v->priority = prio ? *prio : 0;
+		v->priority = *prio;
 		break;
 	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
 		v->memSyncDomainMap = a->domain_map;
@@ -190,8 +182,7 @@ CUresult host_cuStreamCopyAttributes(CUstream dst, CUstream src)
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (!r) {
 		*d = *s;
-		if (dp)
-			*dp = sp ? *sp : 0;
+		*dp = *sp;
 	}
 	pthread_mutex_unlock(&host.lock);
 	return r;
@@ -356,9 +347,8 @@ static CUresult batch_check(const CUstreamBatchMemOpParams *p)
 	case CU_STREAM_MEM_OP_BARRIER:
 		return p->memoryBarrier.flags > CU_STREAM_MEMORY_BARRIER_TYPE_GPU
 			       ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-	case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:	/* not on this device */
-		return p->flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE
-						  : CUDA_ERROR_NOT_SUPPORTED;
+	case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:	/* not on this device, flags or not */
+		return CUDA_ERROR_NOT_SUPPORTED;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -371,8 +361,13 @@ CUresult host_cuStreamBatchMemOp_v2(CUstream h, unsigned count, CUstreamBatchMem
 
 	if (r)
 		return r;
-	/* At most 256 operations per batch, as the driver's limit. */
-	if (!count || count > 256 || !ops || flags)
+	/* Nothing to do in an empty batch; fewer than 256 operations ("must be
+	 * less than 256"), as the driver's limit. */
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!count)
+		return CUDA_SUCCESS;
+	if (count >= 256 || !ops)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; i < count; i++)
 		if ((r = batch_check(&ops[i])))

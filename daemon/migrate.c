@@ -729,8 +729,9 @@ static int stream_attrs(struct rebuild *b)
 			break;
 		memcpy(&v, a[k].value, sizeof(v));
 		memset(&now, 0, sizeof(now));	/* as the checkpoint read it */
-		/* A NULL stream is set only where the program changed it. */
-		if (!e && !w->B.cuStreamGetAttribute(NULL, (CUstreamAttrID)a[k].attr, &now) &&
+		/* Set only where the program changed it: what the driver holds
+		 * unset (a sync policy of -1) cannot be set again. */
+		if (!w->B.cuStreamGetAttribute(st, (CUstreamAttrID)a[k].attr, &now) &&
 		    !memcmp(&now, &v, sizeof(v)))
 			continue;
 		rc = w->B.cuStreamSetAttribute(st, (CUstreamAttrID)a[k].attr, &v);

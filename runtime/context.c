@@ -305,6 +305,7 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 			return rc;
 		}
 		o->c.active = true;
+		o->c.null_priority = 0;	/* a new NULL stream */
 		if (!o->uid)	/* else given while inactive (cuCtxGetId): keep it */
 			o->uid = new_uid();
 		vlog_debug("primary context of device %d active", dev);
@@ -572,6 +573,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	o->c.flags = flags;
 	o->c.refs = 1;
 	o->c.active = true;
+	o->c.null_priority = 0;
 	__atomic_store_n(&o->uid, new_uid(), __ATOMIC_RELEASE);
 	o->cache = CU_FUNC_CACHE_PREFER_NONE;
 	o->destroying = false;

@@ -47,6 +47,7 @@ struct vgpu_ctx {
 	unsigned int flags;
 	int refs;		/* primary: retain count; created: 1 */
 	bool active;		/* primary: retained at least once since reset */
+	int null_priority;	/* the legacy NULL stream's, as the driver kept it */
 };
 
 /* The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT if none,

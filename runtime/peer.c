@@ -2,9 +2,10 @@
 /*
  * Peer access between contexts. vgpu offers none (runtime/device.c:
  * cuDeviceCanAccessPeer answers 0 for every pair, a device never being its
- * own peer), so enabling it fails the way the driver fails a pair that
- * cannot access each other, CUDA_ERROR_INVALID_DEVICE, and disabling it
- * finds it never enabled. The context and flag checks come first, as the
+ * own peer), so enabling it fails the way the driver (580) fails a pair
+ * that cannot access each other, a context of the same device included,
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, and disabling it finds it never
+ * enabled. The context and flag checks come first, as the
  * driver's do. Between two devices of a session the atomic capabilities
  * of the link are none, as cuDeviceGetP2PAttribute answers 0 (device.c).
  */
@@ -34,7 +35,7 @@ VGPU_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int F
 		return rc;
 	if (Flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
 }
 
 VGPU_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)

@@ -312,7 +312,7 @@ static CUresult get_priority(CUstream h, bool ptds_default, int *priority)
 		return rc;
 	if (!priority)
 		return CUDA_ERROR_INVALID_VALUE;
-	*priority = st ? st->s.priority : 0;
+	*priority = st ? st->s.priority : ctx->null_priority;
 	return CUDA_SUCCESS;
 }
 

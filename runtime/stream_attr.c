@@ -4,7 +4,8 @@
  * priority, memory synchronization domain and its map): kept by the
  * worker's driver, per stream, so every get is a round trip and every set
  * answers the driver's own error. A priority set here also changes what
- * cuStreamGetPriority answers, as it does with the driver.
+ * cuStreamGetPriority answers, as it does with the driver, the legacy NULL
+ * stream's too (the driver takes one for it).
  */
 #include <string.h>
 
@@ -13,7 +14,8 @@
 #include "handles.h"
 #include "init.h"
 
-/* The driver clamps a priority it is given: cache what it kept. */
+/* The driver clamps a priority it is given: cache what it kept (st NULL:
+ * the context's legacy NULL stream). */
 static void refresh_priority(struct vgpu_stream *st, struct vgpu_ctx *ctx, uint32_t sid)
 {
 	CUstreamAttrValue got;
@@ -21,8 +23,12 @@ static void refresh_priority(struct vgpu_stream *st, struct vgpu_ctx *ctx, uint3
 				       .stream = sid, .arg = { CU_LAUNCH_ATTRIBUTE_PRIORITY } },
 			      .reply = &got, .reply_cap = sizeof(got) };
 
-	if (st && !vgpu_call(&r) && r.cqe.val[2] == sizeof(got))
+	if (vgpu_call(&r) || r.cqe.val[2] != sizeof(got))
+		return;
+	if (st)
 		st->priority = got.priority;
+	else if (!sid)
+		ctx->null_priority = got.priority;
 }
 
 static CUresult set_attr(CUstream h, bool ptds, CUstreamAttrID id, const CUstreamAttrValue *v)

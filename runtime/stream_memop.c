@@ -9,6 +9,8 @@
  * pool is the client's for sure, and the operation is posted without
  * waiting; any other address (a module global, or a foreign one) goes as a
  * synchronous call, so that the worker's refusal comes back from this call.
+ * So does a flush of remote writes, which the driver refuses (NOT_SUPPORTED)
+ * on a device that cannot flush (CAN_FLUSH_REMOTE_WRITES 0, the H100's).
  *
  * The _v1 entry points (cuStreamWriteValue32 & co, CUDA 8) differ from
  * _v2 only in taking CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER, which lets a
@@ -20,7 +22,8 @@
 #include "handles.h"
 #include "init.h"
 
-#define BATCH_MAX 256
+/* "count: The number of operations in the array. Must be less than 256." */
+#define BATCH_MAX 255
 
 static bool own_word(uint64_t p, uint64_t n)
 {
@@ -54,7 +57,8 @@ static CUresult word_op(uint16_t op, CUstream h, bool ptds, CUdeviceptr addr, ui
 	r.sqe.arg[1] = value;
 	r.sqe.arg[2] = flags;
 	r.sqe.arg[3] = size;
-	return submit(&r, !own_word(addr, size));
+	return submit(&r, !own_word(addr, size) || (op == VGPU_OP_STREAM_WAIT_VALUE &&
+						    (flags & CU_STREAM_WAIT_VALUE_FLUSH)));
 }
 
 static CUresult write_value(CUstream h, bool ptds, CUdeviceptr addr, uint64_t v,
@@ -113,7 +117,8 @@ WAIT_ENTRY(cuStreamWaitValue64_v2_ptsz, cuuint64_t, 8, true)
 /* ---- batches ------------------------------------------------------------- */
 
 /* One operation as the driver checks it; *own stays true while every word
- * is surely the client's. */
+ * is surely the client's and nothing asks for a flush, which only the
+ * device can answer. */
 static CUresult batch_one(const CUstreamBatchMemOpParams *p, bool v1, bool *own)
 {
 	unsigned int size = 4;
@@ -125,6 +130,8 @@ static CUresult batch_one(const CUstreamBatchMemOpParams *p, bool v1, bool *own)
 	case CU_STREAM_MEM_OP_WAIT_VALUE_32:
 		if (!wait_flags_ok(p->waitValue.flags))
 			return CUDA_ERROR_INVALID_VALUE;
+		if (p->waitValue.flags & CU_STREAM_WAIT_VALUE_FLUSH)
+			*own = false;
 		break;
 	case CU_STREAM_MEM_OP_WRITE_VALUE_64:
 		size = 8;
@@ -135,7 +142,9 @@ static CUresult batch_one(const CUstreamBatchMemOpParams *p, bool v1, bool *own)
 			return CUDA_ERROR_INVALID_VALUE;
 		break;
 	case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
-		return p->flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+		/* The driver asks the device first: NOT_SUPPORTED, flags or not. */
+		*own = false;
+		return CUDA_SUCCESS;
 	case CU_STREAM_MEM_OP_BARRIER:
 		if (v1 || p->memoryBarrier.flags > CU_STREAM_MEMORY_BARRIER_TYPE_GPU)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -165,7 +174,13 @@ static CUresult batch(CUstream h, bool ptds, unsigned int count,
 		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
-	if (!count || count > BATCH_MAX || !ops || flags)
+	/* The driver checks the flags first, then takes an empty batch, its
+	 * array unread, as nothing to do. */
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!count)
+		return CUDA_SUCCESS;
+	if (count > BATCH_MAX || !ops)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (count * sizeof(*ops) > vgpu_payload_max())
 		return CUDA_ERROR_INVALID_VALUE;

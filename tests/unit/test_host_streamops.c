@@ -70,7 +70,7 @@ static void test_attributes(CUstream s, CUstream t)
 
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &g),
 	       "get the sync policy");
-	CHECK(g.syncPolicy == CU_SYNC_POLICY_AUTO, "a new stream's policy is AUTO");
+	CHECK((int)g.syncPolicy == -1, "a new stream has no policy of its own (-1, as the driver)");
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, &g),
 	       "get the domain map");
 	CHECK(g.memSyncDomainMap.default_ == 0 && g.memSyncDomainMap.remote == 1,
@@ -89,6 +89,9 @@ static void test_attributes(CUstream s, CUstream t)
 	v.syncPolicy = (CUsynchronizationPolicy)5;
 	EXPECT(CUDA_ERROR_INVALID_VALUE, set(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v),
 	       "sync policy 5");
+	v.syncPolicy = (CUsynchronizationPolicy)-1;
+	EXPECT(CUDA_ERROR_INVALID_VALUE, set(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v),
+	       "sync policy -1 (what a new stream answers) cannot be set");
 	memset(&v, 0, sizeof(v));
 	v.accessPolicyWindow.hitRatio = -0.1f;
 	EXPECT(CUDA_ERROR_INVALID_VALUE, set(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, v),
@@ -100,6 +103,11 @@ static void test_attributes(CUstream s, CUstream t)
 	v.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_PERSISTING;
 	EXPECT(CUDA_ERROR_INVALID_VALUE, set(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, v),
 	       "misses persisting");
+	v.accessPolicyWindow.missProp = (CUaccessProperty)7;
+	v.accessPolicyWindow.hitProp = (CUaccessProperty)7;
+	EXPECT(CUDA_SUCCESS, set(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, v),
+	       "unknown properties are taken, as the driver takes them");
+	v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_NORMAL;
 	v.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
 	v.accessPolicyWindow.num_bytes = 134213632 + 1;
 	EXPECT(CUDA_ERROR_INVALID_VALUE, set(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, v),
@@ -118,15 +126,18 @@ static void test_attributes(CUstream s, CUstream t)
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &g),
 	       "get the priority");
 	CHECK(g.priority == -5, "priority -9 clamped to -5 (got %d)", g.priority);
-	EXPECT(CUDA_ERROR_INVALID_VALUE, set(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v),
-	       "the NULL stream's priority is fixed");
+	EXPECT(CUDA_SUCCESS, set(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, v),
+	       "the NULL stream takes a priority (as the driver's)");
+	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(NULL, CU_LAUNCH_ATTRIBUTE_PRIORITY, &g),
+	       "get the NULL stream's priority");
+	CHECK(g.priority == -5, "the NULL stream's priority -9 clamped to -5 (got %d)", g.priority);
 	memset(&v, 0, sizeof(v));
 	v.syncPolicy = CU_SYNC_POLICY_YIELD;
 	EXPECT(CUDA_SUCCESS, set(NULL, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, v),
 	       "the NULL stream's policy");
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &g),
 	       "a stream's policy");
-	CHECK(g.syncPolicy == CU_SYNC_POLICY_AUTO, "is its own, not the NULL stream's");
+	CHECK((int)g.syncPolicy == -1, "is its own, not the NULL stream's");
 	EXPECT(CUDA_SUCCESS, b.cuStreamCopyAttributes(t, NULL), "copy from the NULL stream");
 	EXPECT(CUDA_SUCCESS, b.cuStreamGetAttribute(t, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &g),
 	       "the copy's policy");
@@ -209,8 +220,11 @@ static void test_batches(CUstream s, CUdeviceptr p)
 	op[2].waitValue.value = 5;
 	op[2].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
 	*w = 0;
-	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 0, op, 0), "count 0");
-	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 257, op, 0), "count 257");
+	EXPECT(CUDA_SUCCESS, b.cuStreamBatchMemOp_v2(s, 0, NULL, 0), "count 0 is nothing to do");
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 0, NULL, 1),
+	       "flags 1, checked before the count");
+	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 256, op, 0),
+	       "count 256 (must be less)");
 	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 3, op, 1), "flags 1");
 	op[1].memoryBarrier.flags = 2;
 	EXPECT(CUDA_ERROR_INVALID_VALUE, b.cuStreamBatchMemOp_v2(s, 3, op, 0), "barrier kind 2");
@@ -220,6 +234,9 @@ static void test_batches(CUstream s, CUdeviceptr p)
 	CHECK(*w == 5, "the batch wrote");
 	op[0].operation = CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES;
 	EXPECT(CUDA_ERROR_NOT_SUPPORTED, b.cuStreamBatchMemOp_v2(s, 1, op, 0), "flush remote writes");
+	op[0].flushRemoteWrites.flags = 1;
+	EXPECT(CUDA_ERROR_NOT_SUPPORTED, b.cuStreamBatchMemOp_v2(s, 1, op, 0),
+	       "flush remote writes with flags: the device is asked first");
 }
 
 static void test_rest(CUcontext ctx, CUstream s, CUdeviceptr p)
