@@ -396,8 +396,12 @@ int worker_build_memory(struct worker *w, struct vgpu_welcome *wl)
 	CUresult rc;
 	int ret;
 
+	/* Address space is cheap and programs reserve generously: PyTorch's
+	 * expandable segments take more than the device's memory per stream and
+	 * pool, XLA and NCCL reserve ahead too. Physical memory is what the
+	 * driver (and vmem's charge) bounds. */
 	if (!win)
-		win = 2 * w->ring.devinfo[0].total_mem;
+		win = 8 * w->ring.devinfo[0].total_mem;
 	rc = vmem_init(&w->vmem, &w->B, win, DEV_WINDOW_HINT);
 	if (rc) {
 		vlog_err("worker: cannot reserve %zu bytes of device address space (CUresult %d)",
