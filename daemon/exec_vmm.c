@@ -445,10 +445,16 @@ static enum op_status op_map(struct worker *w, struct op_call *call)
 	CUresult rc;
 
 	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
-	/* An imported allocation of unknown size: the driver bounds it. */
-	if (!a || q->arg[4] || !whole_granules(w, p, size, &end) || off % w->vmem.gran ||
-	    (a->size && (off > a->size || size > a->size - off)))
+	if (!a || q->arg[4] || !size || p % w->vmem.gran || __builtin_add_overflow(p, size, &end))
 		return OP_DONE;
+	/* A size or offset off the granularity, or a piece the allocation does
+	 * not have, is NOT_SUPPORTED to driver 580 (measured on an H100). An
+	 * imported allocation of unknown size: the driver bounds it. */
+	if (size % w->vmem.gran || off % w->vmem.gran ||
+	    (a->size && (off > a->size || size > a->size - off))) {
+		call->cqe->result = CUDA_ERROR_NOT_SUPPORTED;
+		return OP_DONE;
+	}
 	if (!resv_holding(s, p, end) || map_overlaps(s, p, end))
 		return OP_DONE;
 	if (grow((void **)&s->m, &s->capm, s->nm, sizeof(*s->m))) {

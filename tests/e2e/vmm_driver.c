@@ -484,7 +484,11 @@ int main(int argc, char **argv)
 		  "range start");
 	EXPECT_OK(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, r + 100),
 		  "range size");
-	check(base == r && rsize == size, "the range is the mapping", CUDA_SUCCESS);
+	/* Driver 580 answers these for a mapping inconsistently (the reservation's
+	 * start with a size of 0, or the whole reservation, measured on an H100);
+	 * vgpu answers the mapping, checked under vgpu only. */
+	if (getenv("VGPU_SOCKET"))
+		expect_vgpu(base == r && rsize == size, "the range is the mapping", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, r + 100), "mapped");
 	check(mapped == 1, "mapped is 1", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
@@ -531,12 +535,12 @@ int main(int argc, char **argv)
 	/* --- bad input --- */
 	EXPECT_RC(cuMemMap(r + gmin / 2, size, 0, h2, 0), CUDA_ERROR_INVALID_VALUE,
 		  "map at an unaligned address -> INVALID_VALUE");
-	EXPECT_RC(cuMemMap(r + 2 * gmin, 3 * gmin, 0, h2, 0), CUDA_ERROR_INVALID_VALUE,
-		  "map more than the allocation -> INVALID_VALUE");
-	EXPECT_RC(cuMemMap(r + 2 * gmin, gmin, 4 * gmin, h2, 0), CUDA_ERROR_INVALID_VALUE,
-		  "map at an offset beyond the allocation -> INVALID_VALUE");
-	EXPECT_RC(cuMemMap(r + 6 * gmin, gmin + 4096, 0, h2, 0), CUDA_ERROR_INVALID_VALUE,
-		  "map a size off the granularity -> INVALID_VALUE");
+	EXPECT_RC(cuMemMap(r + 2 * gmin, 3 * gmin, 0, h2, 0), CUDA_ERROR_NOT_SUPPORTED,
+		  "map more than the allocation -> NOT_SUPPORTED");
+	EXPECT_RC(cuMemMap(r + 2 * gmin, gmin, 4 * gmin, h2, 0), CUDA_ERROR_NOT_SUPPORTED,
+		  "map at an offset beyond the allocation -> NOT_SUPPORTED");
+	EXPECT_RC(cuMemMap(r + 6 * gmin, gmin + 4096, 0, h2, 0), CUDA_ERROR_NOT_SUPPORTED,
+		  "map a size off the granularity -> NOT_SUPPORTED");
 	EXPECT_RC(cuMemMap(r + 6 * gmin, size, 0, 0, 0), CUDA_ERROR_INVALID_VALUE,
 		  "map handle 0 -> INVALID_VALUE");
 	EXPECT_RC(cuMemSetAccess(r + 2 * gmin, gmin, &acc, 1), CUDA_ERROR_INVALID_VALUE,
