@@ -29,6 +29,7 @@
 /* Where the per-session windows go: far from where Linux puts mappings. */
 #define DEV_WINDOW_HINT		0x200000000000ull
 #define HOST_POOL_HINT		0x300000000000ull
+#define DEV_WINDOW_DEFAULT	(8ull << 40)	/* 8 TiB, half the room before the pool */
 #define SPIN_NS			50000	/* busy-poll this long before sleeping */
 #define RELEASE_BATCH		32	/* SQ entries consumed before handing slots back */
 #define ORDER_POLL_MS		50	/* an idle worker looks for orders this often */
@@ -397,11 +398,11 @@ int worker_build_memory(struct worker *w, struct vgpu_welcome *wl)
 	int ret;
 
 	/* Address space is cheap and programs reserve generously: PyTorch's
-	 * expandable segments take more than the device's memory per stream and
-	 * pool, XLA and NCCL reserve ahead too. Physical memory is what the
-	 * driver (and vmem's charge) bounds. */
+	 * expandable segments take 1.125x the device's memory for each stream
+	 * and pool (a graph capture adds a pool), XLA and NCCL reserve ahead
+	 * too. Physical memory is what the driver (and vmem's charge) bounds. */
 	if (!win)
-		win = 8 * w->ring.devinfo[0].total_mem;
+		win = DEV_WINDOW_DEFAULT;
 	rc = vmem_init(&w->vmem, &w->B, win, DEV_WINDOW_HINT);
 	if (rc) {
 		vlog_err("worker: cannot reserve %zu bytes of device address space (CUresult %d)",

@@ -25,7 +25,7 @@ struct worker_config {
 	uint32_t staging_chunk;
 	uint32_t staging_chunks;
 	uint64_t host_pool_size;
-	uint64_t dev_window_size;	/* 0: 8x the device's memory */
+	uint64_t dev_window_size;	/* 0: 8 TiB of address space */
 	uint32_t order_wait_ms;		/* a checkpoint or move order waits this long
 					 * on a session stalled on its program, then
 					 * is refused (0: 5 s) */
