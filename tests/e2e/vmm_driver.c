@@ -618,7 +618,17 @@ int main(int argc, char **argv)
 	EXPECT_OK(cuMemRelease(h2), "release the second");
 	EXPECT_OK(cuMemAddressFree(r, 8 * gmin), "free the reservation");
 	MUST(cuMemGetInfo(&fafter, &total));
-	check(fafter >= fbefore, "the memory is back", CUDA_SUCCESS);
+	/* The device's free memory: through vgpu on a GPU the daemon's other
+	 * workers (a new one starts when a session takes one) count in it too,
+	 * so there it is only reported. */
+	if (!getenv("VGPU_SOCKET")) {
+		if (fafter < fbefore)
+			failures++;
+		fprintf(stderr, "%s the memory is back\n", fafter >= fbefore ? "ok  " : "FAIL");
+	} else {
+		fprintf(stderr, "note the device's free memory is %s than at the start\n",
+			fafter >= fbefore ? "no less" : "less");
+	}
 	free(host);
 	cuModuleUnload(mod);
 	printf("%d checks, %d failed\n", checks, failures);
