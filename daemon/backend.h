@@ -128,7 +128,11 @@
 	X(cuThreadExchangeStreamCaptureMode) \
 	X(cuMemExportToShareableHandle) \
 	X(cuMemImportFromShareableHandle) \
-	X(cuMemGetHandleForAddressRange)
+	X(cuMemGetHandleForAddressRange) \
+	X(cuGraphAddNode_v2) \
+	X(cuGraphNodeSetParams) \
+	X(cuGraphExecNodeSetParams) \
+	X(cuGraphDestroyNode)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 
