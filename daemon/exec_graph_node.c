@@ -291,6 +291,22 @@ static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgra
 	return CUDA_SUCCESS;
 }
 
+/* n edge data (CUgraphEdgeData) at @src, checked: known types, reserved 0. */
+static CUresult edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out)
+{
+	static const unsigned char zero[sizeof(out->reserved)];
+
+	_Static_assert(sizeof(*out) == 8, "edge data layout");
+	memcpy(out, src, n * sizeof(*out));
+	for (uint64_t i = 0; i < n; i++)
+		if (out[i].type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+		    memcmp(out[i].reserved, zero, sizeof(zero)))
+			return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+static CUgraphEdgeData edges[VGPU_MAX_GRAPH_NODES];
+
 static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 {
 	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
@@ -302,19 +318,30 @@ static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 	uint32_t used = 0, id = 0;
 	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!rc && s->arg[1] > VGPU_MAX_GRAPH_NODES)
+	if (!rc && (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = kernel_params(w, call, ptrs, &p, &used);
 	used = (used + 3) & ~3u;
-	if (!rc && call->len != used + s->arg[1] * sizeof(uint32_t))
+	if (!rc && call->len != used + s->arg[1] * (sizeof(uint32_t) +
+						    (s->arg[2] ? sizeof(*edges) : 0)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
 			       (uint32_t)s->arg[0], deps);
-	if (!rc)
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)call->payload + used + s->arg[1] * sizeof(uint32_t),
+			       s->arg[1], edges);
+	if (!rc && s->arg[2]) {	/* edges of a kind: the generic call takes them */
+		CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_KERNEL };
+
+		_Static_assert(sizeof(np.kernel) == sizeof(p), "kernel node params v3 = v2");
+		memcpy(&np.kernel, &p, sizeof(p));
+		rc = w->B.cuGraphAddNode_v2(&node, g->obj, deps, edges, s->arg[1], &np);
+	} else if (!rc) {
 		rc = w->B.cuGraphAddKernelNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
 						  s->arg[1], &p);
+	}
 	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;
@@ -331,14 +358,17 @@ static enum op_status op_add_deps(struct worker *w, struct op_call *call)
 	uint64_t n = s->arg[1];
 	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || call->len != 2 * n * sizeof(uint32_t)))
+	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
+		    call->len != n * (2 * sizeof(uint32_t) + (s->arg[2] ? sizeof(*edges) : 0))))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = node_list(ids, n, (uint32_t)s->arg[0], from);
 	if (!rc)
 		rc = node_list(ids + n, n, (uint32_t)s->arg[0], to);
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)(ids + 2 * n), n, edges);
 	if (!rc)
-		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, NULL, n);
+		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, s->arg[2] ? edges : NULL, n);
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -448,8 +478,9 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 	uint32_t id = 0;
 	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!rc && (s->arg[1] > VGPU_MAX_GRAPH_NODES ||
-		    call->len != sizeof(v) + s->arg[1] * sizeof(uint32_t)))
+	if (!rc && (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
+		    call->len != sizeof(v) + s->arg[1] * (sizeof(uint32_t) +
+							  (s->arg[2] ? sizeof(*edges) : 0))))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&v, call->payload, sizeof(v));
@@ -458,9 +489,12 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
 			       s->arg[1], (uint32_t)s->arg[0], deps);
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)call->payload + sizeof(v) +
+				       s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
 	if (!rc)
-		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL, NULL, s->arg[1],
-					    &p);
+		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
+					    s->arg[2] ? edges : NULL, s->arg[1], &p);
 	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;

@@ -131,7 +131,6 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 			 const CUgraphEdgeData *edges, size_t ndeps,
 			 struct vgpu_node_params *v)
 {
-	static const CUgraphEdgeData plain;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_NODE } };
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
@@ -142,10 +141,9 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 		return rc;
 	if (!out || (ndeps && !deps) || ndeps > VGPU_MAX_GRAPH_NODES)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; edges && i < ndeps; i++)	/* only the default edge kind */
-		if (memcmp(&edges[i], &plain, sizeof(plain)))
-			return vgpu_unsupported("graph nodes with edge data");
-	buf = malloc(sizeof(*v) + ndeps * sizeof(uint32_t));
+	if (vgpu_graph_edges_plain(edges, ndeps))
+		edges = NULL;	/* the ordinary edges: none sent */
+	buf = malloc(sizeof(*v) + ndeps * (sizeof(uint32_t) + sizeof(*edges)));
 	if (!buf)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	memcpy(buf, v, sizeof(*v));
@@ -154,8 +152,13 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = ndeps;
+		r.sqe.arg[2] = edges != NULL;
 		r.payload = buf;
 		r.payload_len = sizeof(*v) + ndeps * sizeof(uint32_t);
+		if (edges) {
+			memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
+			r.payload_len += ndeps * sizeof(*edges);
+		}
 		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r)
 							 : CUDA_ERROR_NOT_SUPPORTED;
 	}
@@ -233,14 +236,9 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
-		static const CUgraphEdgeData plain;
-
 		if (p->kernel.ctx && p->kernel.ctx != (CUcontext)ctx)
 			return vgpu_unsupported("a graph kernel node in another context");
-		for (size_t i = 0; edges && i < ndeps; i++)
-			if (memcmp(&edges[i], &plain, sizeof(plain)))
-				return vgpu_unsupported("graph nodes with edge data");
-		return vgpu_graph_add_kernel(out, g, deps, ndeps,
+		return vgpu_graph_add_kernel(out, g, deps, edges, ndeps,
 					     (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel, true);
 	}
 	rc = params_desc(p, ctx, &v);

@@ -509,8 +509,19 @@ CUresult vgpu_graph_node_ids(CUgraph g, const CUgraphNode *h, size_t n, uint32_t
 	return CUDA_SUCCESS;
 }
 
+bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n)
+{
+	static const CUgraphEdgeData plain;
+
+	for (size_t i = 0; edges && i < n; i++)
+		if (memcmp(&edges[i], &plain, sizeof(plain)))
+			return false;
+	return true;
+}
+
 CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
-			       size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
+			       const CUgraphEdgeData *edges, size_t ndeps,
+			       const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_KERNEL_NODE } };
 	struct vgpu_kernel_node k = { 0 };
@@ -530,7 +541,9 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 	rc = vgpu_func_resolve(p->func ? p->func : (v2 ? (CUfunction)p->kern : NULL), &f);
 	if (rc)
 		return rc;
-	buf = malloc(sizeof(k) + VGPU_MAX_PARAM_BYTES + 4 + ndeps * sizeof(uint32_t));
+	if (vgpu_graph_edges_plain(edges, ndeps))
+		edges = NULL;	/* the ordinary edges: none sent */
+	buf = malloc(sizeof(k) + VGPU_MAX_PARAM_BYTES + 4 + ndeps * (sizeof(uint32_t) + 8));
 	if (!buf)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rc = pack(f, p, buf + sizeof(k), &k.param_bytes);
@@ -551,8 +564,14 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = ndeps;
+	r.sqe.arg[2] = edges != NULL;
 	r.payload = buf;
 	r.payload_len = off + ndeps * sizeof(uint32_t);
+	if (edges) {
+		_Static_assert(sizeof(*edges) == 8, "edge data layout");
+		memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
+		r.payload_len += ndeps * sizeof(*edges);
+	}
 	rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
 	free(buf);
 	if (rc)
@@ -574,8 +593,8 @@ VGPU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGra
 
 	if (nodeParams)
 		memcpy(&p, nodeParams, sizeof(*nodeParams));
-	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, numDependencies,
-			  nodeParams ? &p : NULL, false);
+	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, NULL, numDependencies,
+				     nodeParams ? &p : NULL, false);
 }
 
 VGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -583,13 +602,13 @@ VGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph h
 					     size_t numDependencies,
 					     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, numDependencies, nodeParams, true);
+	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, NULL, numDependencies,
+				     nodeParams, true);
 }
 
 static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
 			 const CUgraphEdgeData *edges, size_t n)
 {
-	static const CUgraphEdgeData plain;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_DEPENDENCIES } };
 	struct vgpu_ctx *ctx;
 	uint32_t gid, *ids;
@@ -603,10 +622,9 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 		return CUDA_SUCCESS;
 	if (!from || !to || n > VGPU_MAX_GRAPH_NODES)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; edges && i < n; i++)	/* only the default edge kind */
-		if (memcmp(&edges[i], &plain, sizeof(plain)))
-			return vgpu_unsupported("cuGraphAddDependencies with edge data");
-	ids = malloc(2 * n * sizeof(*ids));
+	if (vgpu_graph_edges_plain(edges, n))
+		edges = NULL;	/* the ordinary edges: none sent */
+	ids = malloc(2 * n * sizeof(*ids) + (edges ? n * sizeof(*edges) : 0));
 	if (!ids)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rc = vgpu_graph_node_ids(g, from, n, ids);
@@ -616,8 +634,13 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = n;
+		r.sqe.arg[2] = edges != NULL;
 		r.payload = ids;
 		r.payload_len = 2 * n * sizeof(*ids);
+		if (edges) {
+			memcpy(ids + 2 * n, edges, n * sizeof(*edges));
+			r.payload_len += n * sizeof(*edges);
+		}
 		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
 	}
 	free(ids);

@@ -461,9 +461,11 @@ enum vgpu_op {
 					 * then u32 to[arg1] (node ids) */
 
 	/* Graphs built node by node (graphs): nodes other than kernels. */
-	VGPU_OP_GRAPH_ADD_NODE = 0x110,	/* arg0 graph id, arg1 dependencies; P: struct
-					 * vgpu_node_params, then u32 node ids[arg1];
-					 * R: val0 the new node's id */
+	VGPU_OP_GRAPH_ADD_NODE = 0x110,	/* arg0 graph id, arg1 dependencies, arg2 1: edge
+					 * data follow; P: struct vgpu_node_params, u32
+					 * node ids[arg1], CUgraphEdgeData[arg1] if arg2;
+					 * R: val0 the new node's id. GRAPH_ADD_KERNEL_NODE
+					 * and GRAPH_ADD_DEPENDENCIES take arg2 alike. */
 	VGPU_OP_GRAPH_NODE_SET,		/* arg0 node id, arg1 graph exec id (0: the node
 					 * in its graph); P: struct vgpu_node_params */
 	VGPU_OP_GRAPH_DESTROY_NODE,	/* arg0 node id */
