@@ -132,7 +132,8 @@
 	X(cuGraphAddNode_v2) \
 	X(cuGraphNodeSetParams) \
 	X(cuGraphExecNodeSetParams) \
-	X(cuGraphDestroyNode)
+	X(cuGraphDestroyNode) \
+	X(cuStreamBeginCaptureToGraph)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -558,6 +558,32 @@ static enum op_status op_destroy_node(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+/* A capture that records into a graph of the session (XLA traces library
+ * calls into its command buffers so). */
+static enum op_status op_capture_to_graph(struct worker *w, struct op_call *call)
+{
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[1]);
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc && !g)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc && (s->arg[0] > CU_STREAM_CAPTURE_MODE_RELAXED || s->arg[2] > VGPU_MAX_GRAPH_NODES ||
+		    call->len != s->arg[2] * sizeof(uint32_t)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list(call->payload, s->arg[2], (uint32_t)s->arg[1], deps);
+	if (!rc)
+		rc = w->B.cuStreamBeginCaptureToGraph(st, g->obj, s->arg[2] ? deps : NULL, NULL,
+						      s->arg[2], (CUstreamCaptureMode)s->arg[0]);
+	if (!rc)
+		w->captures++;
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
 const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_NODES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_nodes),
 	OP(KERNEL_NODE_GET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_get),
@@ -568,5 +594,6 @@ const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_ADD_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_node),
 	OP(GRAPH_NODE_SET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_node_set),
 	OP(GRAPH_DESTROY_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_destroy_node),
+	OP(STREAM_BEGIN_CAPTURE_TO_GRAPH, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_capture_to_graph),
 	{ 0 },
 };

@@ -204,3 +204,17 @@ CUresult host_cuGraphDestroyNode(CUgraphNode node)
 	(void)node;
 	return no_graphs("cuGraphDestroyNode");
 }
+
+CUresult host_cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+					  const CUgraphEdgeData *edges, size_t ndeps,
+					  CUstreamCaptureMode mode)
+{
+	CUresult rc = host_stream_check(s);
+
+	(void)g;
+	(void)deps;
+	(void)edges;
+	(void)ndeps;
+	(void)mode;
+	return rc ? rc : no_graphs("cuStreamBeginCaptureToGraph");
+}

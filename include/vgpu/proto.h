@@ -469,6 +469,10 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_NODE_SET,		/* arg0 node id, arg1 graph exec id (0: the node
 					 * in its graph); P: struct vgpu_node_params */
 	VGPU_OP_GRAPH_DESTROY_NODE,	/* arg0 node id */
+	VGPU_OP_STREAM_BEGIN_CAPTURE_TO_GRAPH, /* sqe.stream, arg0 CUstreamCaptureMode,
+					 * arg1 graph id, arg2 dependencies; P: u32 node
+					 * ids[arg2]. STREAM_END_CAPTURE then answers
+					 * val0: that graph's id (arg0 is not used) */
 
 	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
