@@ -133,7 +133,8 @@
 	X(cuGraphNodeSetParams) \
 	X(cuGraphExecNodeSetParams) \
 	X(cuGraphDestroyNode) \
-	X(cuStreamBeginCaptureToGraph)
+	X(cuStreamBeginCaptureToGraph) \
+	X(cuGraphExecUpdate_v2)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

@@ -584,6 +584,36 @@ static enum op_status op_capture_to_graph(struct worker *w, struct op_call *call
 	return OP_DONE;
 }
 
+/* A node as GRAPH_EXEC_UPDATE names it: id | type << 32; 0: none. */
+static uint64_t node_word(struct worker *w, CUgraphNode n, uint32_t graph)
+{
+	CUgraphNodeType t;
+	uint32_t id;
+
+	if (!n || w->B.cuGraphNodeGetType(n, &t) || !(id = node_id(n, graph)))
+		return 0;
+	return id | (uint64_t)t << 32;
+}
+
+static enum op_status op_exec_update(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *exec = obj_get(&w->graph_execs, (uint32_t)s->arg[0]);
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[1]);
+	CUgraphExecUpdateResultInfo info = { 0 };
+	CUresult rc = exec && g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc)
+		rc = w->B.cuGraphExecUpdate_v2(exec->obj, g->obj, &info);
+	if (exec && g) {
+		call->cqe->val[0] = info.result;
+		call->cqe->val[1] = node_word(w, info.errorNode, (uint32_t)s->arg[1]);
+		call->cqe->val[2] = node_word(w, info.errorFromNode, (uint32_t)s->arg[1]);
+	}
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
 const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_NODES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_nodes),
 	OP(KERNEL_NODE_GET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_kernel_get),
@@ -595,5 +625,6 @@ const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_NODE_SET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_node_set),
 	OP(GRAPH_DESTROY_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_destroy_node),
 	OP(STREAM_BEGIN_CAPTURE_TO_GRAPH, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_capture_to_graph),
+	OP(GRAPH_EXEC_UPDATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_exec_update),
 	{ 0 },
 };

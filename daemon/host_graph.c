@@ -218,3 +218,11 @@ CUresult host_cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNo
 	(void)mode;
 	return rc ? rc : no_graphs("cuStreamBeginCaptureToGraph");
 }
+
+CUresult host_cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+	(void)exec;
+	(void)g;
+	(void)info;
+	return no_graphs("cuGraphExecUpdate");
+}

@@ -491,6 +491,75 @@ VGPU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CU
 	return set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+/* ---- updating instances -------------------------------------------------- */
+
+/* A node the worker names in an update's answer (id | type << 32). */
+static CUgraphNode answer_node(CUgraph g, uint64_t word)
+{
+	CUgraphNode n = NULL;
+
+	if (word)
+		vgpu_graph_node_made(g, (uint32_t)word, (CUgraphNodeType)(word >> 32), &n);
+	return n;
+}
+
+static CUresult exec_update(CUgraphExec exec, CUgraph g, CUgraphExecUpdateResult *result,
+			    CUgraphNode *error_node, CUgraphNode *error_from)
+{
+	struct vgpu_ctx *ctx, *ectx;
+	struct vgpu_cqe cqe = { 0 };
+	uint32_t gid, eid;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_graph_exec_lookup(exec, &ectx, &eid);
+	if (!rc)
+		rc = vgpu_graph_lookup(g, &ctx, &gid);
+	if (rc)
+		return rc;
+	if (ctx != ectx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	rc = vgpu_call5(VGPU_OP_GRAPH_EXEC_UPDATE, ctx->id, 0, eid, gid, 0, 0, 0, &cqe);
+	if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+		return rc;
+	*result = (CUgraphExecUpdateResult)cqe.val[0];
+	if (error_node)
+		*error_node = answer_node(g, cqe.val[1]);
+	if (error_from)
+		*error_from = answer_node(g, cqe.val[2]);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+					  CUgraphExecUpdateResultInfo *resultInfo)
+{
+	CUgraphExecUpdateResult result;
+	CUresult rc;
+
+	if (!resultInfo)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = exec_update(hGraphExec, hGraph, &result, &resultInfo->errorNode,
+			 &resultInfo->errorFromNode);
+	if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+		resultInfo->result = result;
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+				       CUgraphNode *hErrorNode_out,
+				       CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResult result;
+	CUresult rc;
+
+	if (!updateResult_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = exec_update(hGraphExec, hGraph, &result, hErrorNode_out, NULL);
+	if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+		*updateResult_out = result;
+	return rc;
+}
+
 /* ---- removing nodes ------------------------------------------------------ */
 
 VGPU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)

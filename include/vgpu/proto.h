@@ -473,6 +473,10 @@ enum vgpu_op {
 					 * arg1 graph id, arg2 dependencies; P: u32 node
 					 * ids[arg2]. STREAM_END_CAPTURE then answers
 					 * val0: that graph's id (arg0 is not used) */
+	VGPU_OP_GRAPH_EXEC_UPDATE,	/* arg0 graph exec id, arg1 graph id; R: val0
+					 * CUgraphExecUpdateResult, val1 the error node,
+					 * val2 the error's from node (each: id, type << 32;
+					 * 0: none) */
 
 	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
