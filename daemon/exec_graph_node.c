@@ -476,11 +476,12 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 	CUgraphNodeParams p;
 	CUgraphNode node = NULL;
 	uint32_t id = 0;
-	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	CUresult rc = CUDA_SUCCESS;
 
-	if (!rc && (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
-		    call->len != sizeof(v) + s->arg[1] * (sizeof(uint32_t) +
-							  (s->arg[2] ? sizeof(*edges) : 0))))
+	/* The description first (a bad one is refused whatever the graph). */
+	if (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
+	    call->len != sizeof(v) + s->arg[1] * (sizeof(uint32_t) +
+						  (s->arg[2] ? sizeof(*edges) : 0)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&v, call->payload, sizeof(v));
@@ -492,6 +493,8 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 	if (!rc && s->arg[2])
 		rc = edge_list((const uint8_t *)call->payload + sizeof(v) +
 				       s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
+	if (!rc && !g)
+		rc = CUDA_ERROR_INVALID_HANDLE;
 	if (!rc)
 		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
 					    s->arg[2] ? edges : NULL, s->arg[1], &p);
