@@ -112,14 +112,16 @@ VGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCapt
 struct into {
 	uint32_t ctx, sid;
 	CUgraph graph;
+	uint32_t graph_id;
 	struct into *next;
 };
 
 static pthread_mutex_t into_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct into *intos;
 
-/* The graph a capture on (ctx, sid) records into, forgotten; NULL: none. */
-static CUgraph into_take(uint32_t ctx, uint32_t sid)
+/* The graph a capture on (ctx, sid) records into, if it has id @id,
+ * forgotten; NULL: none. */
+static CUgraph into_take(uint32_t ctx, uint32_t sid, uint64_t id)
 {
 	struct into **p, *e;
 	CUgraph g = NULL;
@@ -128,12 +130,24 @@ static CUgraph into_take(uint32_t ctx, uint32_t sid)
 	for (p = &intos; (e = *p); p = &e->next)
 		if (e->ctx == ctx && e->sid == sid) {
 			*p = e->next;
-			g = e->graph;
+			g = e->graph_id == id ? e->graph : NULL;
 			free(e);
 			break;
 		}
 	pthread_mutex_unlock(&into_lock);
 	return g;
+}
+
+/* A graph destroyed while a capture records into it: no longer named. */
+static void into_drop(CUgraph g)
+{
+	struct into *e;
+
+	pthread_mutex_lock(&into_lock);
+	for (e = intos; e; e = e->next)
+		if (e->graph == g)
+			e->graph = NULL, e->graph_id = 0;
+	pthread_mutex_unlock(&into_lock);
 }
 
 static CUresult begin_capture_to(CUstream h, bool ptds, CUgraph hg, const CUgraphNode *deps,
@@ -183,7 +197,7 @@ static CUresult begin_capture_to(CUstream h, bool ptds, CUgraph hg, const CUgrap
 		return rc;
 	}
 	__atomic_add_fetch(&captures, 1, __ATOMIC_ACQ_REL);
-	*e = (struct into){ .ctx = ctx->id, .sid = sid, .graph = hg };
+	*e = (struct into){ .ctx = ctx->id, .sid = sid, .graph = hg, .graph_id = g->id };
 	pthread_mutex_lock(&into_lock);
 	e->next = intos;
 	intos = e;
@@ -232,11 +246,11 @@ static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
 	/* The capture is over unless the stream was not capturing at all. */
 	if (rc != CUDA_ERROR_ILLEGAL_STATE && __atomic_load_n(&captures, __ATOMIC_ACQUIRE))
 		__atomic_sub_fetch(&captures, 1, __ATOMIC_ACQ_REL);
-	into = rc == CUDA_ERROR_ILLEGAL_STATE ? NULL : into_take(ctx->id, sid);
+	into = rc == CUDA_ERROR_ILLEGAL_STATE ? NULL : into_take(ctx->id, sid, cqe.val[0]);
 	if (rc || cqe.val[0]) {	/* failed, or recorded into the graph it began with */
 		graph_free(g, VGPU_K_GRAPH);
 		*out = NULL;
-		if (!rc && (!into || ((struct graph *)into)->id != cqe.val[0]))
+		if (!rc && !into)
 			rc = CUDA_ERROR_UNKNOWN;
 		if (!rc)
 			*out = into;
@@ -539,8 +553,10 @@ static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
 	if (rc)
 		return rc;
 	rc = vgpu_post5(op, g->ctx->id, 0, g->id, 0, 0, 0, 0);
-	if (!rc && k == VGPU_K_GRAPH)
+	if (!rc && k == VGPU_K_GRAPH) {
 		vgpu_graph_nodes_release((CUgraph)h);
+		into_drop((CUgraph)h);
+	}
 	if (!rc)	/* reusable once the worker has been told */
 		graph_free(g, k);
 	return rc;
