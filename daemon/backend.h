@@ -128,7 +128,13 @@
 	X(cuThreadExchangeStreamCaptureMode) \
 	X(cuMemExportToShareableHandle) \
 	X(cuMemImportFromShareableHandle) \
-	X(cuMemGetHandleForAddressRange)
+	X(cuMemGetHandleForAddressRange) \
+	X(cuGraphAddNode_v2) \
+	X(cuGraphNodeSetParams) \
+	X(cuGraphExecNodeSetParams) \
+	X(cuGraphDestroyNode) \
+	X(cuStreamBeginCaptureToGraph) \
+	X(cuGraphExecUpdate_v2)
 
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 

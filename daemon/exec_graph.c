@@ -38,6 +38,18 @@ static enum op_status op_begin_capture(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+/* The session's id for graph @g; 0: none. */
+static uint32_t graph_id_of(struct worker *w, CUgraph g)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	obj_for_each(&w->graphs, i, e)
+		if (e->obj == g)
+			return i;
+	return 0;
+}
+
 static enum op_status op_end_capture(struct worker *w, struct op_call *call)
 {
 	uint32_t id = (uint32_t)call->sqe->arg[0];
@@ -54,7 +66,10 @@ static enum op_status op_end_capture(struct worker *w, struct op_call *call)
 		/* Ended either way unless the stream was not capturing. */
 		if (rc != CUDA_ERROR_ILLEGAL_STATE && w->captures)
 			w->captures--;
-		if (!rc && obj_insert(&w->graphs, id, g, call->sqe->ctx, NULL)) {
+		/* A capture into a graph of the session ends with that graph. */
+		if (!rc && (call->cqe->val[0] = graph_id_of(w, g)))
+			id = (uint32_t)call->cqe->val[0];
+		else if (!rc && obj_insert(&w->graphs, id, g, call->sqe->ctx, NULL)) {
 			w->B.cuGraphDestroy(g);
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 		}

@@ -291,6 +291,22 @@ static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgra
 	return CUDA_SUCCESS;
 }
 
+/* n edge data (CUgraphEdgeData) at @src, checked: known types, reserved 0. */
+static CUresult edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out)
+{
+	static const unsigned char zero[sizeof(out->reserved)];
+
+	_Static_assert(sizeof(*out) == 8, "edge data layout");
+	memcpy(out, src, n * sizeof(*out));
+	for (uint64_t i = 0; i < n; i++)
+		if (out[i].type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+		    memcmp(out[i].reserved, zero, sizeof(zero)))
+			return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+static CUgraphEdgeData edges[VGPU_MAX_GRAPH_NODES];
+
 static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 {
 	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
@@ -302,19 +318,30 @@ static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 	uint32_t used = 0, id = 0;
 	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!rc && s->arg[1] > VGPU_MAX_GRAPH_NODES)
+	if (!rc && (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = kernel_params(w, call, ptrs, &p, &used);
 	used = (used + 3) & ~3u;
-	if (!rc && call->len != used + s->arg[1] * sizeof(uint32_t))
+	if (!rc && call->len != used + s->arg[1] * (sizeof(uint32_t) +
+						    (s->arg[2] ? sizeof(*edges) : 0)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
 			       (uint32_t)s->arg[0], deps);
-	if (!rc)
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)call->payload + used + s->arg[1] * sizeof(uint32_t),
+			       s->arg[1], edges);
+	if (!rc && s->arg[2]) {	/* edges of a kind: the generic call takes them */
+		CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_KERNEL };
+
+		_Static_assert(sizeof(np.kernel) == sizeof(p), "kernel node params v3 = v2");
+		memcpy(&np.kernel, &p, sizeof(p));
+		rc = w->B.cuGraphAddNode_v2(&node, g->obj, deps, edges, s->arg[1], &np);
+	} else if (!rc) {
 		rc = w->B.cuGraphAddKernelNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
 						  s->arg[1], &p);
+	}
 	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;
@@ -331,14 +358,261 @@ static enum op_status op_add_deps(struct worker *w, struct op_call *call)
 	uint64_t n = s->arg[1];
 	CUresult rc = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || call->len != 2 * n * sizeof(uint32_t)))
+	if (!rc && (!n || n > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
+		    call->len != n * (2 * sizeof(uint32_t) + (s->arg[2] ? sizeof(*edges) : 0))))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = node_list(ids, n, (uint32_t)s->arg[0], from);
 	if (!rc)
 		rc = node_list(ids + n, n, (uint32_t)s->arg[0], to);
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)(ids + 2 * n), n, edges);
 	if (!rc)
-		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, NULL, n);
+		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, s->arg[2] ? edges : NULL, n);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* ---- nodes that are not kernels (graphs built by hand) -------------------- */
+
+/* The bytes [p, p + (layers-1)*rows*pitch + (height-1)*pitch + width) are the
+ * session's device memory; pitch and rows must leave rows and layers apart. */
+static bool span_ok(struct worker *w, uint64_t p, uint64_t pitch, uint64_t rows, uint64_t width,
+		    uint64_t height, uint64_t layers)
+{
+	uint64_t a, b, end;
+
+	if (!width || !height || !layers)
+		return false;
+	if ((height > 1 || layers > 1) && pitch < width)
+		return false;
+	if (layers > 1 && rows < height)
+		return false;
+	if (__builtin_mul_overflow(layers - 1, rows, &a) || __builtin_mul_overflow(a, pitch, &a) ||
+	    __builtin_mul_overflow(height - 1, pitch, &b) || __builtin_add_overflow(a, b, &end) ||
+	    __builtin_add_overflow(end, width, &end) || __builtin_add_overflow(p, end, &a))
+		return false;
+	return worker_addr_ok(w, p, end);
+}
+
+/*
+ * A struct vgpu_node_params checked and made into the driver's parameters.
+ * Fields the node's type does not use must be 0. @graph: the graph the node
+ * is (to be) in, which a child graph cannot be.
+ */
+static CUresult node_params(struct worker *w, const struct vgpu_node_params *v, uint32_t graph,
+			    CUgraphNodeParams *p)
+{
+	struct vgpu_node_params used = { .type = v->type };
+	struct obj_entry *e;
+	CUcontext ctx = NULL;
+	CUresult rc = w->B.cuCtxGetCurrent(&ctx);
+
+	if (rc)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->type = (CUgraphNodeType)v->type;
+	switch (v->type) {
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		used.dst = v->dst, used.src = v->src;
+		used.dst_pitch = v->dst_pitch, used.src_pitch = v->src_pitch;
+		used.width = v->width, used.height = v->height, used.depth = v->depth;
+		used.dst_rows = v->dst_rows, used.src_rows = v->src_rows;
+		if (!span_ok(w, v->src, v->src_pitch, v->src_rows, v->width, v->height, v->depth) ||
+		    !span_ok(w, v->dst, v->dst_pitch, v->dst_rows, v->width, v->height, v->depth))
+			return CUDA_ERROR_INVALID_VALUE;
+		p->memcpy.copyCtx = ctx;
+		p->memcpy.copyParams = (CUDA_MEMCPY3D){
+			.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = v->src,
+			.srcPitch = v->src_pitch, .srcHeight = v->src_rows,
+			.dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = v->dst,
+			.dstPitch = v->dst_pitch, .dstHeight = v->dst_rows,
+			.WidthInBytes = v->width, .Height = v->height, .Depth = v->depth,
+		};
+		break;
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		used.dst = v->dst, used.dst_pitch = v->dst_pitch;
+		used.width = v->width, used.height = v->height;
+		used.value = v->value, used.elem = v->elem;
+		if ((v->elem != 1 && v->elem != 2 && v->elem != 4) || v->width > UINT64_MAX / 4 ||
+		    !span_ok(w, v->dst, v->dst_pitch, 0, v->width * v->elem, v->height, 1))
+			return CUDA_ERROR_INVALID_VALUE;
+		p->memset = (CUDA_MEMSET_NODE_PARAMS_v2){
+			.dst = v->dst, .pitch = v->dst_pitch, .value = v->value,
+			.elementSize = v->elem, .width = v->width, .height = v->height, .ctx = ctx,
+		};
+		break;
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		break;
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		used.id = v->id;
+		e = obj_get(&w->graphs, v->id);
+		if (!e || v->id == graph)
+			return CUDA_ERROR_INVALID_VALUE;
+		p->graph.graph = e->obj;
+		break;
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		used.id = v->id;
+		if (!(e = obj_get(&w->events, v->id)))
+			return CUDA_ERROR_INVALID_HANDLE;
+		if (v->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+			p->eventRecord.event = e->obj;
+		else
+			p->eventWait.event = e->obj;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return memcmp(&used, v, sizeof(used)) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+static enum op_status op_add_node(struct worker *w, struct op_call *call)
+{
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	struct vgpu_node_params v;
+	CUgraphNodeParams p;
+	CUgraphNode node = NULL;
+	uint32_t id = 0;
+	CUresult rc = CUDA_SUCCESS;
+
+	/* The description first (a bad one is refused whatever the graph). */
+	if (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
+	    call->len != sizeof(v) + s->arg[1] * (sizeof(uint32_t) +
+						  (s->arg[2] ? sizeof(*edges) : 0)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc) {
+		memcpy(&v, call->payload, sizeof(v));
+		rc = node_params(w, &v, (uint32_t)s->arg[0], &p);
+	}
+	if (!rc)
+		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
+			       s->arg[1], (uint32_t)s->arg[0], deps);
+	if (!rc && s->arg[2])
+		rc = edge_list((const uint8_t *)call->payload + sizeof(v) +
+				       s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
+	if (!rc && !g)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc)
+		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
+					    s->arg[2] ? edges : NULL, s->arg[1], &p);
+	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
+	call->cqe->result = rc;
+	call->cqe->val[0] = id;
+	return OP_DONE;
+}
+
+/* A node of a live graph, its graph's id in *graph. */
+static CUresult live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph)
+{
+	struct obj_entry *e = nodes.kind && id < OBJ_MAX_ID ? obj_get(&nodes, (uint32_t)id) : NULL;
+
+	if (!e || !obj_get(&w->graphs, (uint32_t)e->aux))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = e->obj;
+	*graph = (uint32_t)e->aux;
+	return CUDA_SUCCESS;
+}
+
+static enum op_status op_node_set(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *exec = NULL;
+	struct vgpu_node_params v;
+	CUgraphNodeParams p;
+	CUgraphNodeType t;
+	CUgraphNode node;
+	uint32_t graph;
+	CUresult rc = live_node(w, s->arg[0], &node, &graph);
+
+	if (!rc && s->arg[1] && !(exec = obj_get(&w->graph_execs, (uint32_t)s->arg[1])))
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc && call->len != sizeof(v))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc) {
+		memcpy(&v, call->payload, sizeof(v));
+		rc = w->B.cuGraphNodeGetType(node, &t);
+	}
+	if (!rc && ((uint32_t)t != v.type || t == CU_GRAPH_NODE_TYPE_KERNEL))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_params(w, &v, graph, &p);
+	if (!rc)
+		rc = exec ? w->B.cuGraphExecNodeSetParams(exec->obj, node, &p)
+			  : w->B.cuGraphNodeSetParams(node, &p);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_destroy_node(struct worker *w, struct op_call *call)
+{
+	CUgraphNode node;
+	uint32_t graph;
+	CUresult rc = live_node(w, call->sqe->arg[0], &node, &graph);
+
+	if (!rc)
+		rc = w->B.cuGraphDestroyNode(node);
+	if (!rc)
+		obj_remove(&nodes, (uint32_t)call->sqe->arg[0]);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* A capture that records into a graph of the session (XLA traces library
+ * calls into its command buffers so). */
+static enum op_status op_capture_to_graph(struct worker *w, struct op_call *call)
+{
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[1]);
+	CUresult rc;
+	CUstream st = worker_stream(w, s, &rc);
+
+	if (!rc && !g)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc && (s->arg[0] > CU_STREAM_CAPTURE_MODE_RELAXED || s->arg[2] > VGPU_MAX_GRAPH_NODES ||
+		    call->len != s->arg[2] * sizeof(uint32_t)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = node_list(call->payload, s->arg[2], (uint32_t)s->arg[1], deps);
+	if (!rc)
+		rc = w->B.cuStreamBeginCaptureToGraph(st, g->obj, s->arg[2] ? deps : NULL, NULL,
+						      s->arg[2], (CUstreamCaptureMode)s->arg[0]);
+	if (!rc)
+		w->captures++;
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+/* A node as GRAPH_EXEC_UPDATE names it: id | type << 32; 0: none. */
+static uint64_t node_word(struct worker *w, CUgraphNode n, uint32_t graph)
+{
+	CUgraphNodeType t;
+	uint32_t id;
+
+	if (!n || w->B.cuGraphNodeGetType(n, &t) || !(id = node_id(n, graph)))
+		return 0;
+	return id | (uint64_t)t << 32;
+}
+
+static enum op_status op_exec_update(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *s = call->sqe;
+	struct obj_entry *exec = obj_get(&w->graph_execs, (uint32_t)s->arg[0]);
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[1]);
+	CUgraphExecUpdateResultInfo info = { 0 };
+	CUresult rc = exec && g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!rc)
+		rc = w->B.cuGraphExecUpdate_v2(exec->obj, g->obj, &info);
+	if (exec && g) {
+		call->cqe->val[0] = info.result;
+		call->cqe->val[1] = node_word(w, info.errorNode, (uint32_t)s->arg[1]);
+		call->cqe->val[2] = node_word(w, info.errorFromNode, (uint32_t)s->arg[1]);
+	}
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -350,5 +624,10 @@ const struct op_desc exec_graph_node_ops[] = {
 	OP(GRAPH_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_graph_create),
 	OP(GRAPH_ADD_KERNEL_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_kernel),
 	OP(GRAPH_ADD_DEPENDENCIES, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_deps),
+	OP(GRAPH_ADD_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_add_node),
+	OP(GRAPH_NODE_SET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_node_set),
+	OP(GRAPH_DESTROY_NODE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_destroy_node),
+	OP(STREAM_BEGIN_CAPTURE_TO_GRAPH, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_capture_to_graph),
+	OP(GRAPH_EXEC_UPDATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_exec_update),
 	{ 0 },
 };

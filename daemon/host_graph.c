@@ -170,3 +170,59 @@ CUresult host_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 	*mode = old;
 	return CUDA_SUCCESS;
 }
+
+/* Nodes of every other kind, built by hand: no graph exists here either. */
+CUresult host_cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+				const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *p)
+{
+	(void)node;
+	(void)g;
+	(void)deps;
+	(void)edges;
+	(void)ndeps;
+	(void)p;
+	return no_graphs("cuGraphAddNode");
+}
+
+CUresult host_cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)
+{
+	(void)node;
+	(void)p;
+	return no_graphs("cuGraphNodeSetParams");
+}
+
+CUresult host_cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams *p)
+{
+	(void)exec;
+	(void)node;
+	(void)p;
+	return no_graphs("cuGraphExecNodeSetParams");
+}
+
+CUresult host_cuGraphDestroyNode(CUgraphNode node)
+{
+	(void)node;
+	return no_graphs("cuGraphDestroyNode");
+}
+
+CUresult host_cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+					  const CUgraphEdgeData *edges, size_t ndeps,
+					  CUstreamCaptureMode mode)
+{
+	CUresult rc = host_stream_check(s);
+
+	(void)g;
+	(void)deps;
+	(void)edges;
+	(void)ndeps;
+	(void)mode;
+	return rc ? rc : no_graphs("cuStreamBeginCaptureToGraph");
+}
+
+CUresult host_cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+	(void)exec;
+	(void)g;
+	(void)info;
+	return no_graphs("cuGraphExecUpdate");
+}

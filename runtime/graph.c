@@ -12,6 +12,7 @@
  * otherwise. What they cannot give: the capturing graph and its dependency
  * nodes (NULL and 0). Graph nodes are graph_node.c's.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "driver.h"	/* cuda.h as the driver sees it: before capture.h */
@@ -107,8 +108,125 @@ VGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCapt
 	return begin_capture(hStream, true, mode);
 }
 
+/* Captures into a graph the program made: the graph ending each. */
+struct into {
+	uint32_t ctx, sid;
+	CUgraph graph;
+	uint32_t graph_id;
+	struct into *next;
+};
+
+static pthread_mutex_t into_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct into *intos;
+
+/* The graph a capture on (ctx, sid) records into, if it has id @id,
+ * forgotten; NULL: none. */
+static CUgraph into_take(uint32_t ctx, uint32_t sid, uint64_t id)
+{
+	struct into **p, *e;
+	CUgraph g = NULL;
+
+	pthread_mutex_lock(&into_lock);
+	for (p = &intos; (e = *p); p = &e->next)
+		if (e->ctx == ctx && e->sid == sid) {
+			*p = e->next;
+			g = e->graph_id == id ? e->graph : NULL;
+			free(e);
+			break;
+		}
+	pthread_mutex_unlock(&into_lock);
+	return g;
+}
+
+/* A graph destroyed while a capture records into it: no longer named. */
+static void into_drop(CUgraph g)
+{
+	struct into *e;
+
+	pthread_mutex_lock(&into_lock);
+	for (e = intos; e; e = e->next)
+		if (e->graph == g)
+			e->graph = NULL, e->graph_id = 0;
+	pthread_mutex_unlock(&into_lock);
+}
+
+static CUresult begin_capture_to(CUstream h, bool ptds, CUgraph hg, const CUgraphNode *deps,
+				 const CUgraphEdgeData *edges, size_t ndeps,
+				 CUstreamCaptureMode mode)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_BEGIN_CAPTURE_TO_GRAPH } };
+	struct vgpu_ctx *ctx;
+	struct graph *g;
+	struct into *e;
+	uint32_t sid, *ids = NULL;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
+	if (!rc)
+		rc = graph_resolve(hg, VGPU_GRAPH_MAGIC, &g);
+	if (rc)
+		return rc;
+	if ((unsigned int)mode > CU_STREAM_CAPTURE_MODE_RELAXED || (ndeps && !deps) ||
+	    ndeps > VGPU_MAX_GRAPH_NODES)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (g->ctx != ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!vgpu_graph_edges_plain(edges, ndeps))
+		return vgpu_unsupported("cuStreamBeginCaptureToGraph with edge data");
+	e = calloc(1, sizeof(*e));
+	if (!e || (ndeps && !(ids = malloc(ndeps * sizeof(*ids))))) {
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	rc = vgpu_graph_node_ids(hg, deps, ndeps, ids);
+	if (!rc) {
+		r.sqe.ctx = ctx->id;
+		r.sqe.stream = sid;
+		r.sqe.arg[0] = mode;
+		r.sqe.arg[1] = g->id;
+		r.sqe.arg[2] = ndeps;
+		r.payload = ids;
+		r.payload_len = ndeps * sizeof(*ids);
+		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r)
+							 : CUDA_ERROR_NOT_SUPPORTED;
+	}
+	free(ids);
+	if (rc) {
+		free(e);
+		return rc;
+	}
+	__atomic_add_fetch(&captures, 1, __ATOMIC_ACQ_REL);
+	*e = (struct into){ .ctx = ctx->id, .sid = sid, .graph = hg, .graph_id = g->id };
+	pthread_mutex_lock(&into_lock);
+	e->next = intos;
+	intos = e;
+	pthread_mutex_unlock(&into_lock);
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+						 const CUgraphNode *dependencies,
+						 const CUgraphEdgeData *dependencyData,
+						 size_t numDependencies, CUstreamCaptureMode mode)
+{
+	return begin_capture_to(hStream, false, hGraph, dependencies, dependencyData,
+				numDependencies, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+						      const CUgraphNode *dependencies,
+						      const CUgraphEdgeData *dependencyData,
+						      size_t numDependencies,
+						      CUstreamCaptureMode mode)
+{
+	return begin_capture_to(hStream, true, hGraph, dependencies, dependencyData,
+				numDependencies, mode);
+}
+
 static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
 {
+	CUgraph into;
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	struct graph *g;
@@ -128,9 +246,14 @@ static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
 	/* The capture is over unless the stream was not capturing at all. */
 	if (rc != CUDA_ERROR_ILLEGAL_STATE && __atomic_load_n(&captures, __ATOMIC_ACQUIRE))
 		__atomic_sub_fetch(&captures, 1, __ATOMIC_ACQ_REL);
-	if (rc) {
+	into = rc == CUDA_ERROR_ILLEGAL_STATE ? NULL : into_take(ctx->id, sid, cqe.val[0]);
+	if (rc || cqe.val[0]) {	/* failed, or recorded into the graph it began with */
 		graph_free(g, VGPU_K_GRAPH);
 		*out = NULL;
+		if (!rc && !into)
+			rc = CUDA_ERROR_UNKNOWN;
+		if (!rc)
+			*out = into;
 		return rc;
 	}
 	*out = (CUgraph)g;
@@ -430,8 +553,10 @@ static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
 	if (rc)
 		return rc;
 	rc = vgpu_post5(op, g->ctx->id, 0, g->id, 0, 0, 0, 0);
-	if (!rc && k == VGPU_K_GRAPH)
+	if (!rc && k == VGPU_K_GRAPH) {
 		vgpu_graph_nodes_release((CUgraph)h);
+		into_drop((CUgraph)h);
+	}
 	if (!rc)	/* reusable once the worker has been told */
 		graph_free(g, k);
 	return rc;

@@ -3,6 +3,7 @@
 #ifndef VGPU_RUNTIME_GRAPH_H
 #define VGPU_RUNTIME_GRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "driver.h"
@@ -16,5 +17,24 @@ VGPU_HIDDEN CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx
 VGPU_HIDDEN void vgpu_graph_nodes_release(CUgraph h);
 /* graph_node.c: a function the worker may name by id (launches tell). */
 VGPU_HIDDEN void vgpu_func_remember(struct vgpu_func *f);
+
+/* graph_node.c, for graph_build.c: a node handle checked (its graph, the
+ * worker's id, its type, its graph's context); the handle of a node the
+ * worker just made; a destroyed node's handle freed; handles as ids; edge
+ * data that is all ordinary edges (none sent then); kernel nodes added and
+ * set (v2: the struct has kern and ctx). */
+VGPU_HIDDEN CUresult vgpu_graph_node_lookup(CUgraphNode h, CUgraph *graph, uint32_t *id,
+					    CUgraphNodeType *type, struct vgpu_ctx **ctx);
+VGPU_HIDDEN CUresult vgpu_graph_node_made(CUgraph g, uint32_t id, CUgraphNodeType type,
+					  CUgraphNode *out);
+VGPU_HIDDEN void vgpu_graph_node_forget(CUgraphNode h);
+VGPU_HIDDEN CUresult vgpu_graph_node_ids(CUgraph g, const CUgraphNode *h, size_t n,
+					 uint32_t *ids);
+VGPU_HIDDEN bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n);
+VGPU_HIDDEN CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					   const CUgraphEdgeData *edges, size_t ndeps,
+					   const CUDA_KERNEL_NODE_PARAMS *p, bool v2);
+VGPU_HIDDEN CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h,
+					   const CUDA_KERNEL_NODE_PARAMS *p, bool v2);
 
 #endif

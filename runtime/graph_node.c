@@ -17,8 +17,8 @@
  * handle has which id (vgpu_func_remember).
  *
  * Graphs built by hand (cuGraphCreate in graph.c, cuGraphAddKernelNode,
- * cuGraphAddDependencies) take kernel nodes and edges; other node kinds
- * are not provided.
+ * cuGraphAddDependencies) take kernel nodes and edges here; the other node
+ * kinds are graph_build.c's.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -225,6 +225,51 @@ VGPU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
 	return CUDA_SUCCESS;
 }
 
+CUresult vgpu_graph_node_lookup(CUgraphNode h, CUgraph *graph, uint32_t *id,
+				CUgraphNodeType *type, struct vgpu_ctx **ctx)
+{
+	struct node *n;
+	uint32_t gid;
+	CUresult rc = node_resolve(h, &n, ctx, &gid);
+
+	if (rc)
+		return rc;
+	*graph = n->graph;
+	*id = n->id;
+	*type = n->type;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_graph_node_made(CUgraph g, uint32_t id, CUgraphNodeType type, CUgraphNode *out)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&lock);
+	n = id ? node_for(g, id, type) : NULL;
+	pthread_mutex_unlock(&lock);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = (CUgraphNode)n;
+	return CUDA_SUCCESS;
+}
+
+void vgpu_graph_node_forget(CUgraphNode h)
+{
+	struct node **p, *n;
+
+	pthread_mutex_lock(&lock);
+	for (p = &all; (n = *p); p = &n->next)
+		if (n == (struct node *)h) {
+			*p = n->next;
+			n->magic = 0;
+			free(n->ptrs);
+			free(n->params);
+			free(n);
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+}
+
 /* ---- kernel node parameters -------------------------------------------- */
 
 static CUresult get_params(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *out, bool v2)
@@ -362,8 +407,8 @@ static CUresult pack(const struct vgpu_func *f, const CUDA_KERNEL_NODE_PARAMS *p
 	return CUDA_SUCCESS;
 }
 
-static CUresult set_params(CUgraphExec exec, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p,
-			   bool v2)
+CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p,
+			       bool v2)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_KERNEL_NODE_SET } };
 	uint8_t *buf;
@@ -416,9 +461,9 @@ static CUresult set_params_v1(CUgraphExec exec, CUgraphNode h, const CUDA_KERNEL
 	CUDA_KERNEL_NODE_PARAMS p = { 0 };
 
 	if (!p1)
-		return set_params(exec, h, NULL, false);
+		return vgpu_graph_kernel_set(exec, h, NULL, false);
 	memcpy(&p, p1, sizeof(*p1));
-	return set_params(exec, h, &p, false);
+	return vgpu_graph_kernel_set(exec, h, &p, false);
 }
 
 VGPU_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
@@ -430,7 +475,7 @@ VGPU_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
 VGPU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
 						   const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	return set_params(NULL, hNode, nodeParams, true);
+	return vgpu_graph_kernel_set(NULL, hNode, nodeParams, true);
 }
 
 VGPU_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
@@ -446,13 +491,13 @@ VGPU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, C
 {
 	if (!hGraphExec)
 		return CUDA_ERROR_INVALID_VALUE;
-	return set_params(hGraphExec, hNode, nodeParams, true);
+	return vgpu_graph_kernel_set(hGraphExec, hNode, nodeParams, true);
 }
 
 /* ---- building graphs ----------------------------------------------------- */
 
 /* Node handles of graph @g as the worker's ids, into @ids. */
-static CUresult node_ids(CUgraph g, const CUgraphNode *h, size_t n, uint32_t *ids)
+CUresult vgpu_graph_node_ids(CUgraph g, const CUgraphNode *h, size_t n, uint32_t *ids)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct node *x = (struct node *)h[i];
@@ -464,8 +509,19 @@ static CUresult node_ids(CUgraph g, const CUgraphNode *h, size_t n, uint32_t *id
 	return CUDA_SUCCESS;
 }
 
-static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
-			   const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
+bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n)
+{
+	static const CUgraphEdgeData plain;
+
+	for (size_t i = 0; edges && i < n; i++)
+		if (memcmp(&edges[i], &plain, sizeof(plain)))
+			return false;
+	return true;
+}
+
+CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+			       const CUgraphEdgeData *edges, size_t ndeps,
+			       const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_KERNEL_NODE } };
 	struct vgpu_kernel_node k = { 0 };
@@ -485,13 +541,15 @@ static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 	rc = vgpu_func_resolve(p->func ? p->func : (v2 ? (CUfunction)p->kern : NULL), &f);
 	if (rc)
 		return rc;
-	buf = malloc(sizeof(k) + VGPU_MAX_PARAM_BYTES + 4 + ndeps * sizeof(uint32_t));
+	if (vgpu_graph_edges_plain(edges, ndeps))
+		edges = NULL;	/* the ordinary edges: none sent */
+	buf = malloc(sizeof(k) + VGPU_MAX_PARAM_BYTES + 4 + ndeps * (sizeof(uint32_t) + 8));
 	if (!buf)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rc = pack(f, p, buf + sizeof(k), &k.param_bytes);
 	off = (sizeof(k) + k.param_bytes + 3) & ~3u;
 	if (!rc)
-		rc = node_ids(g, deps, ndeps, (uint32_t *)(buf + off));
+		rc = vgpu_graph_node_ids(g, deps, ndeps, (uint32_t *)(buf + off));
 	if (rc) {
 		free(buf);
 		return rc;
@@ -506,8 +564,14 @@ static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = ndeps;
+	r.sqe.arg[2] = edges != NULL;
 	r.payload = buf;
 	r.payload_len = off + ndeps * sizeof(uint32_t);
+	if (edges) {
+		_Static_assert(sizeof(*edges) == 8, "edge data layout");
+		memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
+		r.payload_len += ndeps * sizeof(*edges);
+	}
 	rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
 	free(buf);
 	if (rc)
@@ -529,8 +593,8 @@ VGPU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGra
 
 	if (nodeParams)
 		memcpy(&p, nodeParams, sizeof(*nodeParams));
-	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies,
-			  nodeParams ? &p : NULL, false);
+	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, NULL, numDependencies,
+				     nodeParams ? &p : NULL, false);
 }
 
 VGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -538,13 +602,13 @@ VGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph h
 					     size_t numDependencies,
 					     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, nodeParams, true);
+	return vgpu_graph_add_kernel(phGraphNode, hGraph, dependencies, NULL, numDependencies,
+				     nodeParams, true);
 }
 
 static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
 			 const CUgraphEdgeData *edges, size_t n)
 {
-	static const CUgraphEdgeData plain;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_DEPENDENCIES } };
 	struct vgpu_ctx *ctx;
 	uint32_t gid, *ids;
@@ -558,21 +622,25 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 		return CUDA_SUCCESS;
 	if (!from || !to || n > VGPU_MAX_GRAPH_NODES)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; edges && i < n; i++)	/* only the default edge kind */
-		if (memcmp(&edges[i], &plain, sizeof(plain)))
-			return vgpu_unsupported("cuGraphAddDependencies with edge data");
-	ids = malloc(2 * n * sizeof(*ids));
+	if (vgpu_graph_edges_plain(edges, n))
+		edges = NULL;	/* the ordinary edges: none sent */
+	ids = malloc(2 * n * sizeof(*ids) + (edges ? n * sizeof(*edges) : 0));
 	if (!ids)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = node_ids(g, from, n, ids);
+	rc = vgpu_graph_node_ids(g, from, n, ids);
 	if (!rc)
-		rc = node_ids(g, to, n, ids + n);
+		rc = vgpu_graph_node_ids(g, to, n, ids + n);
 	if (!rc) {
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = n;
+		r.sqe.arg[2] = edges != NULL;
 		r.payload = ids;
 		r.payload_len = 2 * n * sizeof(*ids);
+		if (edges) {
+			memcpy(ids + 2 * n, edges, n * sizeof(*edges));
+			r.payload_len += n * sizeof(*edges);
+		}
 		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
 	}
 	free(ids);

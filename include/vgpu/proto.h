@@ -460,6 +460,24 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_ADD_DEPENDENCIES,	/* arg0 graph id, arg1 edges; P: u32 from[arg1],
 					 * then u32 to[arg1] (node ids) */
 
+	/* Graphs built node by node (graphs): nodes other than kernels. */
+	VGPU_OP_GRAPH_ADD_NODE = 0x110,	/* arg0 graph id, arg1 dependencies, arg2 1: edge
+					 * data follow; P: struct vgpu_node_params, u32
+					 * node ids[arg1], CUgraphEdgeData[arg1] if arg2;
+					 * R: val0 the new node's id. GRAPH_ADD_KERNEL_NODE
+					 * and GRAPH_ADD_DEPENDENCIES take arg2 alike. */
+	VGPU_OP_GRAPH_NODE_SET,		/* arg0 node id, arg1 graph exec id (0: the node
+					 * in its graph); P: struct vgpu_node_params */
+	VGPU_OP_GRAPH_DESTROY_NODE,	/* arg0 node id */
+	VGPU_OP_STREAM_BEGIN_CAPTURE_TO_GRAPH, /* sqe.stream, arg0 CUstreamCaptureMode,
+					 * arg1 graph id, arg2 dependencies; P: u32 node
+					 * ids[arg2]. STREAM_END_CAPTURE then answers
+					 * val0: that graph's id (arg0 is not used) */
+	VGPU_OP_GRAPH_EXEC_UPDATE,	/* arg0 graph exec id, arg1 graph id; R: val0
+					 * CUgraphExecUpdateResult, val1 the error node,
+					 * val2 the error's from node (each: id, type << 32;
+					 * 0: none) */
+
 	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
 
@@ -598,6 +616,19 @@ struct vgpu_kernel_node {
 	uint32_t reserved;		/* must be 0 */
 };
 
+/* GRAPH_ADD_NODE / GRAPH_NODE_SET: a node that is not a kernel. Copies
+ * and memsets name device memory with their offsets folded in. */
+struct vgpu_node_params {
+	uint32_t type;			/* CUgraphNodeType */
+	uint32_t id;			/* GRAPH: child graph id; EVENT_*: event id */
+	uint64_t dst, src;		/* MEMCPY: addresses; MEMSET: dst */
+	uint64_t dst_pitch, src_pitch;	/* bytes from one row to the next */
+	uint64_t width;			/* MEMCPY: bytes a row; MEMSET: elements a row */
+	uint64_t height, depth;		/* rows (a layer), layers (MEMCPY) */
+	uint64_t dst_rows, src_rows;	/* MEMCPY: rows from one layer to the next */
+	uint32_t value, elem;		/* MEMSET: the value, its size (1, 2, 4) */
+};
+
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
@@ -621,6 +652,7 @@ _Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
 _Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
 _Static_assert(sizeof(struct vgpu_graph_node) == 8, "graph node layout");
 _Static_assert(sizeof(struct vgpu_kernel_node) == 40, "kernel node layout");
+_Static_assert(sizeof(struct vgpu_node_params) == 88, "node params layout");
 
 /* A descriptor crossing the session's socket after the handshake, with
  * SCM_RIGHTS: exported memory (worker -> client), memory to import (client

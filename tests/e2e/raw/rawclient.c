@@ -712,6 +712,120 @@ static int libcalls(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- graphs: nodes built by hand, bad entries ------------------------- */
+
+static int graphs(void)
+{
+	const uint64_t buf = setup(1u << 20);
+	const struct vgpu_node_params set = { .type = CU_GRAPH_NODE_TYPE_MEMSET, .dst = buf,
+					      .width = 256, .height = 1, .value = 7, .elem = 4 };
+	const struct vgpu_node_params copy = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = buf,
+					       .src = buf + 4096, .width = 4096, .height = 1,
+					       .depth = 1 };
+	struct vgpu_node_params v;
+	uint8_t big[sizeof(v) + 2 * (4 + 8)];
+	struct vgpu_cqe c;
+
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &set, sizeof(set));
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "add node: a good memset, to a graph never made");
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &copy, sizeof(copy));
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "add node: a good copy, to a graph never made");
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &set, sizeof(set) - 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a short description");
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 1, 0, 0, 0, &set, sizeof(set));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a dependency announced, none sent");
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, VGPU_MAX_GRAPH_NODES + 1, 0, 0, 0, &set,
+		 sizeof(set));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: more dependencies than a graph holds");
+	memset(big, 0, sizeof(big));
+	memcpy(big, &set, sizeof(set));
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 2, 2, 0, 0, big, sizeof(big));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: edge data flag 2");
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 2, 1, 0, 0, big, sizeof(big));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: dependencies on nodes never issued");
+	v = set, v.elem = 3;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of 3-byte elements");
+	v = set, v.dst = 0x1000;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of memory not the session's");
+	v = set, v.width = 1ull << 40;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of 4 TiB (past the session's)");
+	v = set, v.height = 2, v.dst_pitch = 16;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a 2D memset with rows overlapping");
+	v = set, v.width = 1ull << 62;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of 2^62 elements");
+	v = set, v.src = buf;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset with a source");
+	v = copy, v.src = 0xdead0000;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a copy from memory not the session's");
+	v = copy, v.height = 4, v.src_pitch = 1ull << 63, v.dst_pitch = 4096;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a copy whose rows wrap around");
+	v = copy, v.depth = 2, v.src_pitch = v.dst_pitch = 4096, v.src_rows = v.dst_rows = 0;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a 3D copy with layers overlapping");
+	v = copy, v.width = 0;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a copy of 0 bytes");
+	memset(&v, 0, sizeof(v));
+	v.type = CU_GRAPH_NODE_TYPE_GRAPH, v.id = 55;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a child graph never made");
+	v.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "add node: recording an event never made");
+	v.type = CU_GRAPH_NODE_TYPE_EMPTY;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: an empty node naming an id");
+	v.id = 0, v.type = CU_GRAPH_NODE_TYPE_HOST;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a host node (a function pointer)");
+	v.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a kernel as a description");
+	v.type = 0xffffffffu;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: type 2^32 - 1");
+
+	c = call(VGPU_OP_GRAPH_NODE_SET, 5, 0, 0, 0, 0, &set, sizeof(set));
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "set node: a node never issued");
+	c = call(VGPU_OP_GRAPH_NODE_SET, (1ull << 32) + 1, 0, 0, 0, 0, &set, sizeof(set));
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "set node: node 2^32 + 1");
+	c = call(VGPU_OP_GRAPH_DESTROY_NODE, 0, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "destroy node: node 0");
+	c = call(VGPU_OP_GRAPH_DESTROY_NODE, 1ull << 40, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "destroy node: node 2^40");
+	{
+		struct vgpu_sqe q = { .opcode = VGPU_OP_STREAM_BEGIN_CAPTURE_TO_GRAPH, .tag = 1,
+				      .ctx = CTX, .arg = { 0, 77, 0 } };
+
+		if (!submit(&q, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+		expect(CUDA_ERROR_INVALID_HANDLE, reap(), "capture into a graph never made");
+		q.stream = 999;
+		if (!submit(&q, NULL, 0, WAIT_S * 1000))
+			die("the SQ stays full");
+		c = reap();
+		check(c.result != CUDA_SUCCESS, "capture on a stream never made", c.result);
+	}
+	c = call(VGPU_OP_GRAPH_EXEC_UPDATE, 3, 77, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "exec update: an instance never made");
+	c = call(VGPU_OP_GRAPH_ADD_KERNEL_NODE, 9, 0, 2, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "add kernel node: edge flag 2, no graph");
+	c = call(VGPU_OP_GRAPH_ADD_DEPENDENCIES, 9, 1, 1, 0, 0, big, 8);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "add dependencies: edge data, no graph");
+	c = call(VGPU_OP_MEM_ALLOC, 4096, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "the worker serves on");
+	printf("graphs: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- vmm: the virtual memory API's entries ---------------------------- */
 
 static int vmm(void)
@@ -823,7 +937,7 @@ static int vmm(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
+		die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|graphs|streamops");
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
@@ -843,5 +957,7 @@ int main(int argc, char **argv)
 		return vmm();
 	if (!strcmp(argv[1], "libcalls"))
 		return libcalls();
-	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|streamops");
+	if (!strcmp(argv[1], "graphs"))
+		return graphs();
+	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|graphs|streamops");
 }
