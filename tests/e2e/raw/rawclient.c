@@ -749,9 +749,9 @@ static int graphs(void)
 	v = set, v.dst = 0x1000;
 	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
 	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of memory not the session's");
-	v = set, v.width = 1ull << 40;
+	v = set, v.width = (W.dev_window_size + 4096) / v.elem;	/* longer than the window */
 	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
-	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset of 4 TiB (past the session's)");
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a memset longer than the window");
 	v = set, v.height = 2, v.dst_pitch = 16;
 	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
 	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a 2D memset with rows overlapping");
