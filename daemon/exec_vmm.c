@@ -1281,3 +1281,38 @@ const struct op_desc exec_vmm_ops[] = {
 	OP(VMM_RANGE_HANDLE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_range_handle),
 	{ 0 },
 };
+
+/* ---- teardown ------------------------------------------------------------------ */
+
+/*
+ * Everything the program left: mappings unmapped, allocations released,
+ * reservations given back, descriptors closed. A worker's exit does this
+ * for a session; a process that serves sessions one after another (the
+ * fuzz harness) calls it between them.
+ */
+void worker_vmm_destroy(struct worker *w)
+{
+	struct vmm_state *s = w->vmm;
+
+	if (!s)
+		return;
+	/* Pieces of one cuMemMap call (split by cuMemSetAccess) lie side by
+	 * side: each call's range is unmapped once, whole. */
+	for (size_t i = 0; i < s->nm; i++)
+		if (!i || s->m[i].map_start != s->m[i - 1].map_start)
+			w->B.cuMemUnmap(s->m[i].map_start, s->m[i].map_end - s->m[i].map_start);
+	for (size_t i = 0; i < s->na; i++) {
+		s->a[i]->refs = s->a[i]->maps = 0;
+		alloc_put(w, s, s->a[i--]);	/* alloc_put moves the last one here */
+	}
+	for (size_t i = 0; i < s->nv; i++)
+		vmem_unreserve(&w->vmem, s->v[i].start, s->v[i].end - s->v[i].start);
+	for (int i = 0; i < FD_STASH; i++)
+		if (s->stash[i].fd >= 0)
+			close(s->stash[i].fd);
+	free(s->v);
+	free(s->m);
+	free(s->a);
+	free(s);
+	w->vmm = NULL;
+}

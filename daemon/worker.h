@@ -236,6 +236,8 @@ enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstre
 extern const struct op_desc exec_vmm_ops[];
 /* True when the client holds reservations, allocations or mappings. */
 bool worker_vmm_in_use(const struct worker *w);
+/* exec_vmm.c: unmaps, releases and unreserves all the program left. */
+void worker_vmm_destroy(struct worker *w);
 struct ckpt_sink;
 struct vgpu_ckpt_reader;
 /* Checkpoint sections 20-24 (none when the client holds no VMM state);

@@ -299,6 +299,8 @@ static void close_session(void)
 	reset_table(&W.ctxs);
 	reset_table(&W.modules);
 	reset_table(&W.funcs);
+	pools_destroy(&W);
+	worker_vmm_destroy(&W);
 	vmem_destroy(&W.vmem);
 	hostpool_destroy(&W.pool);
 	/* Every byte of device memory the session held is back. */
