@@ -21,31 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_check.h"
+
 #define N 1024	/* u32 elements a buffer */
-
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "graph_build_driver: %s: got %d\n", what, rc);
-}
-
-/* Checks only vgpu makes (the driver may answer otherwise): on stderr. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
 
 /* The kernel the host backend implements too (daemon/host_kernels.c). */
 static const char ptx[] =
@@ -161,8 +139,7 @@ int main(void)
 	rc = cuGraphCreate(&g, 0);
 	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
 		fprintf(stderr, "graph_build_driver: this backend has no graphs\n");
-		printf("graph_build_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-		return failures ? 1 : 0;
+		return checks_done("graph_build_driver");
 	}
 	expect(!rc && g, "a graph is created", rc);
 
@@ -376,6 +353,5 @@ int main(void)
 	cuGraphDestroy(child2);
 	cuGraphDestroy(child);
 	cuGraphDestroy(g);
-	printf("graph_build_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("graph_build_driver");
 }

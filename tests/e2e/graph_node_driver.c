@@ -17,28 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "graph_node_driver: %s: got %d\n", what, rc);
-}
-
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 /* The kernel the host backend implements too (daemon/host_kernels.c). */
 static const char ptx[] =
@@ -156,8 +135,7 @@ int main(void)
 	rc = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
 	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
 		fprintf(stderr, "graph_node_driver: this backend does not capture streams\n");
-		printf("graph_node_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-		return failures ? 1 : 0;
+		return checks_done("graph_node_driver");
 	}
 	{
 		void *args[] = { &d, &v };
@@ -227,6 +205,5 @@ int main(void)
 	cuGraphDestroy(g);
 	built(f, s, d);
 	cuMemFree(d);
-	printf("graph_node_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("graph_node_driver");
 }
