@@ -22,14 +22,6 @@
 #include "unsupported.h"
 #include "vmm.h"
 
-#define ENTER()							\
-	do {							\
-		CUresult init_rc_ = vgpu_initialized();		\
-								\
-		if (init_rc_)					\
-			return init_rc_;			\
-	} while (0)
-
 /* The current context's id, or 0 with none (the API needs no context). */
 static uint32_t ctx_id(void)
 {
