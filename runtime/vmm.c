@@ -39,6 +39,49 @@ static CUresult call(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_
 	return rc ? rc : vgpu_call5(op, ctx_id(), 0, a0, a1, a2, a3, a4, c);
 }
 
+/* A call with @len bytes of payload, in the current context or none. */
+static CUresult call_payload(uint16_t op, bool in_ctx, uint64_t a0, uint64_t a1,
+			     const void *payload, uint32_t len, struct vgpu_cqe *c)
+{
+	struct vgpu_req r = { .sqe = { .opcode = op } };
+	struct vgpu_session *s;
+	CUresult rc = vgpu_session(&s);
+
+	if (rc)
+		return rc;
+	r.sqe.ctx = in_ctx ? ctx_id() : 0;
+	r.sqe.arg[0] = a0;
+	r.sqe.arg[1] = a1;
+	r.payload = payload;
+	r.payload_len = len;
+	rc = vgpu_call(&r);
+	if (c)
+		*c = r.cqe;
+	return rc;
+}
+
+/* A call whose answer is exactly @size bytes into @reply. */
+static CUresult call_reply(uint16_t op, bool in_ctx, uint64_t a0, uint64_t a1, uint64_t a2,
+			   void *reply, uint32_t size)
+{
+	struct vgpu_req r = { .sqe = { .opcode = op } };
+	struct vgpu_session *s;
+	CUresult rc = vgpu_session(&s);
+
+	if (rc)
+		return rc;
+	r.sqe.ctx = in_ctx ? ctx_id() : 0;
+	r.sqe.arg[0] = a0;
+	r.sqe.arg[1] = a1;
+	r.sqe.arg[2] = a2;
+	r.reply = reply;
+	r.reply_cap = size;
+	rc = vgpu_call(&r);
+	if (!rc && r.cqe.val[2] != size)
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered something else */
+	return rc;
+}
+
 VGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 					 CUdeviceptr addr, unsigned long long flags)
 {
@@ -63,23 +106,15 @@ VGPU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 				 const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_CREATE } };
-	struct vgpu_session *s;
+	struct vgpu_cqe c = { 0 };
 	CUresult rc;
 
 	ENTER();
 	if (!handle || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.ctx = ctx_id();
-	r.sqe.arg[0] = size;
-	r.sqe.arg[1] = flags;
-	r.payload = prop;
-	r.payload_len = sizeof(*prop);
-	rc = vgpu_call(&r);
+	rc = call_payload(VGPU_OP_VMM_CREATE, true, size, flags, prop, sizeof(*prop), &c);
 	if (!rc)
-		*handle = r.cqe.val[0];
+		*handle = c.val[0];
 	return rc;
 }
 
@@ -105,23 +140,13 @@ VGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
 				    size_t count)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_SET_ACCESS } };
-	struct vgpu_session *s;
-	CUresult rc;
-
 	ENTER();
 	/* One descriptor per device at most is meaningful; the worker takes
 	 * no more than it has devices' worth. */
 	if (!desc || !count || count > VGPU_MAX_DEVICES)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.ctx = ctx_id();
-	r.sqe.arg[0] = ptr;
-	r.sqe.arg[1] = size;
-	r.payload = desc;
-	r.payload_len = (uint32_t)(count * sizeof(*desc));
-	return vgpu_call(&r);
+	return call_payload(VGPU_OP_VMM_SET_ACCESS, true, ptr, size, desc,
+			    (uint32_t)(count * sizeof(*desc)), NULL);
 }
 
 VGPU_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
@@ -144,43 +169,29 @@ VGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 						   const CUmemAllocationProp *prop,
 						   CUmemAllocationGranularity_flags option)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_GRANULARITY } };
-	struct vgpu_session *s;
+	struct vgpu_cqe c = { 0 };
 	CUresult rc;
 
 	ENTER();
 	if (!granularity || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.arg[0] = (uint64_t)option;
-	r.payload = prop;
-	r.payload_len = sizeof(*prop);
-	rc = vgpu_call(&r);
+	rc = call_payload(VGPU_OP_VMM_GRANULARITY, false, (uint64_t)option, 0, prop,
+			  sizeof(*prop), &c);
 	if (!rc)
-		*granularity = r.cqe.val[0];
+		*granularity = c.val[0];
 	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 							    CUmemGenericAllocationHandle handle)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_PROPS } };
 	CUmemAllocationProp p;
-	struct vgpu_session *s;
 	CUresult rc;
 
 	ENTER();
 	if (!prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.arg[0] = handle;
-	r.reply = &p;
-	r.reply_cap = sizeof(p);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(p))
-		rc = CUDA_ERROR_UNKNOWN;
+	rc = call_reply(VGPU_OP_VMM_PROPS, false, handle, 0, 0, &p, sizeof(p));
 	if (!rc)
 		*prop = p;
 	return rc;
@@ -203,19 +214,7 @@ VGPU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 
 CUresult vgpu_vmm_lookup(uint64_t p, struct vgpu_vmm_info *in)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_LOOKUP } };
-	struct vgpu_session *s;
-	CUresult rc = vgpu_session(&s);
-
-	if (rc)
-		return rc;
-	r.sqe.arg[0] = p;
-	r.reply = in;
-	r.reply_cap = sizeof(*in);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(*in))
-		rc = CUDA_ERROR_UNKNOWN;
-	return rc;
+	return call_reply(VGPU_OP_VMM_LOOKUP, false, p, 0, 0, in, sizeof(*in));
 }
 
 /* ---- sharing by descriptor ------------------------------------------------------ */
@@ -279,18 +278,10 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 	if ((rc = vgpu_session(&s)))
 		return rc;
 	if (handleType == CU_MEM_HANDLE_TYPE_FABRIC) {
-		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_EXPORT } };
 		CUmemFabricHandle fh;
 
-		r.sqe.ctx = ctx_id();
-		r.sqe.arg[0] = handle;
-		r.sqe.arg[1] = handleType;
-		r.sqe.arg[2] = flags;
-		r.reply = &fh;
-		r.reply_cap = sizeof(fh);
-		rc = vgpu_call(&r);
-		if (!rc && r.cqe.val[2] != sizeof(fh))
-			rc = CUDA_ERROR_UNKNOWN;
+		rc = call_reply(VGPU_OP_VMM_EXPORT, true, handle, handleType, flags, &fh,
+				sizeof(fh));
 		if (!rc)
 			memcpy(shareableHandle, &fh, sizeof(fh));
 		return rc;
@@ -320,19 +311,12 @@ VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	if (!handle)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (shHandleType == CU_MEM_HANDLE_TYPE_FABRIC) {
-		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_IMPORT } };
-
 		if (!osHandle)
 			return CUDA_ERROR_INVALID_VALUE;
-		if ((rc = vgpu_session(&s)))
-			return rc;
-		r.sqe.ctx = ctx_id();
-		r.sqe.arg[1] = shHandleType;
-		r.payload = osHandle;
-		r.payload_len = sizeof(CUmemFabricHandle);
-		rc = vgpu_call(&r);
+		rc = call_payload(VGPU_OP_VMM_IMPORT, true, 0, shHandleType, osHandle,
+				  sizeof(CUmemFabricHandle), &c);
 		if (!rc)
-			*handle = r.cqe.val[0];
+			*handle = c.val[0];
 		return rc;
 	}
 	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
