@@ -39,45 +39,18 @@ static CUresult call(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_
 	return rc ? rc : vgpu_call5(op, ctx_id(), 0, a0, a1, a2, a3, a4, c);
 }
 
-/* A call with @len bytes of payload, in the current context or none. */
-static CUresult call_payload(uint16_t op, bool in_ctx, uint64_t a0, uint64_t a1,
-			     const void *payload, uint32_t len, struct vgpu_cqe *c)
+/* Sends @r (arguments, payload and reply room set) in the current context
+ * or in none; an answer must fill the reply room exactly. */
+static CUresult send_req(struct vgpu_req *r, bool in_ctx)
 {
-	struct vgpu_req r = { .sqe = { .opcode = op } };
 	struct vgpu_session *s;
 	CUresult rc = vgpu_session(&s);
 
 	if (rc)
 		return rc;
-	r.sqe.ctx = in_ctx ? ctx_id() : 0;
-	r.sqe.arg[0] = a0;
-	r.sqe.arg[1] = a1;
-	r.payload = payload;
-	r.payload_len = len;
-	rc = vgpu_call(&r);
-	if (c)
-		*c = r.cqe;
-	return rc;
-}
-
-/* A call whose answer is exactly @size bytes into @reply. */
-static CUresult call_reply(uint16_t op, bool in_ctx, uint64_t a0, uint64_t a1, uint64_t a2,
-			   void *reply, uint32_t size)
-{
-	struct vgpu_req r = { .sqe = { .opcode = op } };
-	struct vgpu_session *s;
-	CUresult rc = vgpu_session(&s);
-
-	if (rc)
-		return rc;
-	r.sqe.ctx = in_ctx ? ctx_id() : 0;
-	r.sqe.arg[0] = a0;
-	r.sqe.arg[1] = a1;
-	r.sqe.arg[2] = a2;
-	r.reply = reply;
-	r.reply_cap = size;
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != size)
+	r->sqe.ctx = in_ctx ? ctx_id() : 0;
+	rc = vgpu_call(r);
+	if (!rc && r->reply && r->cqe.val[2] != r->reply_cap)
 		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered something else */
 	return rc;
 }
@@ -106,15 +79,16 @@ VGPU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 				 const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	struct vgpu_cqe c = { 0 };
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_CREATE, .arg = { size, flags } },
+			      .payload = prop, .payload_len = sizeof(*prop) };
 	CUresult rc;
 
 	ENTER();
 	if (!handle || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = call_payload(VGPU_OP_VMM_CREATE, true, size, flags, prop, sizeof(*prop), &c);
+	rc = send_req(&r, true);
 	if (!rc)
-		*handle = c.val[0];
+		*handle = r.cqe.val[0];
 	return rc;
 }
 
@@ -140,13 +114,16 @@ VGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
 				    size_t count)
 {
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_SET_ACCESS, .arg = { ptr, size } },
+			      .payload = desc };
+
 	ENTER();
 	/* One descriptor per device at most is meaningful; the worker takes
 	 * no more than it has devices' worth. */
 	if (!desc || !count || count > VGPU_MAX_DEVICES)
 		return CUDA_ERROR_INVALID_VALUE;
-	return call_payload(VGPU_OP_VMM_SET_ACCESS, true, ptr, size, desc,
-			    (uint32_t)(count * sizeof(*desc)), NULL);
+	r.payload_len = (uint32_t)(count * sizeof(*desc));
+	return send_req(&r, true);
 }
 
 VGPU_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
@@ -169,16 +146,17 @@ VGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 						   const CUmemAllocationProp *prop,
 						   CUmemAllocationGranularity_flags option)
 {
-	struct vgpu_cqe c = { 0 };
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_GRANULARITY,
+				       .arg = { (uint64_t)option } },
+			      .payload = prop, .payload_len = sizeof(*prop) };
 	CUresult rc;
 
 	ENTER();
 	if (!granularity || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = call_payload(VGPU_OP_VMM_GRANULARITY, false, (uint64_t)option, 0, prop,
-			  sizeof(*prop), &c);
+	rc = send_req(&r, false);
 	if (!rc)
-		*granularity = c.val[0];
+		*granularity = r.cqe.val[0];
 	return rc;
 }
 
@@ -186,12 +164,14 @@ VGPU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp 
 							    CUmemGenericAllocationHandle handle)
 {
 	CUmemAllocationProp p;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_PROPS, .arg = { handle } },
+			      .reply = &p, .reply_cap = sizeof(p) };
 	CUresult rc;
 
 	ENTER();
 	if (!prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = call_reply(VGPU_OP_VMM_PROPS, false, handle, 0, 0, &p, sizeof(p));
+	rc = send_req(&r, false);
 	if (!rc)
 		*prop = p;
 	return rc;
@@ -214,7 +194,10 @@ VGPU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 
 CUresult vgpu_vmm_lookup(uint64_t p, struct vgpu_vmm_info *in)
 {
-	return call_reply(VGPU_OP_VMM_LOOKUP, false, p, 0, 0, in, sizeof(*in));
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_LOOKUP, .arg = { p } },
+			      .reply = in, .reply_cap = sizeof(*in) };
+
+	return send_req(&r, false);
 }
 
 /* ---- sharing by descriptor ------------------------------------------------------ */
@@ -279,9 +262,11 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 		return rc;
 	if (handleType == CU_MEM_HANDLE_TYPE_FABRIC) {
 		CUmemFabricHandle fh;
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_EXPORT,
+					       .arg = { handle, handleType, flags } },
+				      .reply = &fh, .reply_cap = sizeof(fh) };
 
-		rc = call_reply(VGPU_OP_VMM_EXPORT, true, handle, handleType, flags, &fh,
-				sizeof(fh));
+		rc = send_req(&r, true);
 		if (!rc)
 			memcpy(shareableHandle, &fh, sizeof(fh));
 		return rc;
@@ -311,12 +296,15 @@ VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	if (!handle)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (shHandleType == CU_MEM_HANDLE_TYPE_FABRIC) {
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_IMPORT,
+					       .arg = { 0, shHandleType } },
+				      .payload = osHandle, .payload_len = sizeof(CUmemFabricHandle) };
+
 		if (!osHandle)
 			return CUDA_ERROR_INVALID_VALUE;
-		rc = call_payload(VGPU_OP_VMM_IMPORT, true, 0, shHandleType, osHandle,
-				  sizeof(CUmemFabricHandle), &c);
+		rc = send_req(&r, true);
 		if (!rc)
-			*handle = c.val[0];
+			*handle = r.cqe.val[0];
 		return rc;
 	}
 	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
