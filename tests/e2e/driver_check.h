@@ -77,6 +77,15 @@ static inline void expect_vgpu(bool ok, const char *what, CUresult rc)
 		}                                                                   \
 	} while (0)
 
+/* PTX of vgpu_poke_u32(p, v), *p = v: a kernel the host backend implements
+ * too (daemon/host_kernels.c). */
+#define POKE_U32_PTX								\
+	".version 8.0\n.target sm_90\n.address_size 64\n"			\
+	".visible .entry vgpu_poke_u32(.param .u64 p, .param .u32 v)\n{\n"	\
+	"\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<3>;\n"				\
+	"\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [v];\n"		\
+	"\tcvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n"
+
 /* The last line, "NAME: PASS (N checks)", and the exit status. */
 static inline int checks_done(const char *name)
 {
