@@ -38,18 +38,6 @@ static enum op_status op_begin_capture(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
-/* The session's id for graph @g; 0: none. */
-static uint32_t graph_id_of(struct worker *w, CUgraph g)
-{
-	struct obj_entry *e;
-	uint32_t i;
-
-	obj_for_each(&w->graphs, i, e)
-		if (e->obj == g)
-			return i;
-	return 0;
-}
-
 static enum op_status op_end_capture(struct worker *w, struct op_call *call)
 {
 	uint32_t id = (uint32_t)call->sqe->arg[0];
@@ -67,7 +55,7 @@ static enum op_status op_end_capture(struct worker *w, struct op_call *call)
 		if (rc != CUDA_ERROR_ILLEGAL_STATE && w->captures)
 			w->captures--;
 		/* A capture into a graph of the session ends with that graph. */
-		if (!rc && (call->cqe->val[0] = graph_id_of(w, g)))
+		if (!rc && (call->cqe->val[0] = obj_id_of(&w->graphs, g)))
 			id = (uint32_t)call->cqe->val[0];
 		else if (!rc && obj_insert(&w->graphs, id, g, call->sqe->ctx, NULL)) {
 			w->B.cuGraphDestroy(g);

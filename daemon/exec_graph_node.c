@@ -116,18 +116,6 @@ static CUresult layout(struct worker *w, CUfunction f, struct vgpu_param_info *p
 	}
 }
 
-/* The client's id for a function the worker holds; 0 if it has none. */
-static uint32_t func_id(struct worker *w, CUfunction f)
-{
-	struct obj_entry *e;
-	uint32_t i;
-
-	obj_for_each(&w->funcs, i, e)
-		if (e->obj == f)
-			return i;
-	return 0;
-}
-
 static uint32_t pack(const CUDA_KERNEL_NODE_PARAMS *p, const struct vgpu_param_info *info,
 		     uint32_t n, uint8_t *dst)
 {
@@ -170,7 +158,7 @@ static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
 	if (!rc) {
 		f = p.func ? p.func : (CUfunction)p.kern;
 		memset(k, 0, sizeof(*k));
-		k->func = func_id(w, f);
+		k->func = obj_id_of(&w->funcs, f);
 		if (!k->func) {
 			vlog_warn("session %llu: a kernel node runs a function the session never "
 				  "looked up; its parameters cannot be named",

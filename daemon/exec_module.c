@@ -270,6 +270,16 @@ static enum op_status op_func_cache(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+CUlaunchConfig worker_launch_config(const struct vgpu_sqe *s)
+{
+	return (CUlaunchConfig){
+		.gridDimX = VGPU_DIM_X(s->arg[1]), .gridDimY = VGPU_DIM_Y(s->arg[1]),
+		.gridDimZ = VGPU_DIM_Z(s->arg[1]), .blockDimX = VGPU_DIM_X(s->arg[2]),
+		.blockDimY = VGPU_DIM_Y(s->arg[2]), .blockDimZ = VGPU_DIM_Z(s->arg[2]),
+		.sharedMemBytes = (unsigned int)s->arg[3],
+	};
+}
+
 static enum op_status op_launch(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
@@ -296,13 +306,7 @@ static enum op_status op_launch(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 		return OP_DONE;
 	}
-	cfg.gridDimX = VGPU_DIM_X(s->arg[1]);
-	cfg.gridDimY = VGPU_DIM_Y(s->arg[1]);
-	cfg.gridDimZ = VGPU_DIM_Z(s->arg[1]);
-	cfg.blockDimX = VGPU_DIM_X(s->arg[2]);
-	cfg.blockDimY = VGPU_DIM_Y(s->arg[2]);
-	cfg.blockDimZ = VGPU_DIM_Z(s->arg[2]);
-	cfg.sharedMemBytes = (unsigned int)s->arg[3];
+	cfg = worker_launch_config(s);
 	cfg.hStream = st;
 	cfg.attrs = attr;
 	if (l.flags & VGPU_LAUNCH_COOPERATIVE) {
@@ -347,14 +351,11 @@ static enum op_status op_occupancy_clusters(struct worker *w, struct op_call *ca
 	const struct vgpu_sqe *s = call->sqe;
 	CUfunction f = func_of(w, s->arg[0]);
 	CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
-	CUlaunchConfig cfg = {
-		.gridDimX = VGPU_DIM_X(s->arg[1]), .gridDimY = VGPU_DIM_Y(s->arg[1]),
-		.gridDimZ = VGPU_DIM_Z(s->arg[1]), .blockDimX = VGPU_DIM_X(s->arg[2]),
-		.blockDimY = VGPU_DIM_Y(s->arg[2]), .blockDimZ = VGPU_DIM_Z(s->arg[2]),
-		.sharedMemBytes = (unsigned int)s->arg[3], .attrs = &attr, .numAttrs = 1,
-	};
+	CUlaunchConfig cfg = worker_launch_config(s);
 	int n = 0;
 
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
 	attr.value.clusterDim.x = VGPU_DIM_X(s->arg[4]);
 	attr.value.clusterDim.y = VGPU_DIM_Y(s->arg[4]);
 	attr.value.clusterDim.z = VGPU_DIM_Z(s->arg[4]);

@@ -100,12 +100,7 @@ static enum op_status op_occupancy_cluster_size(struct worker *w, struct op_call
 	const struct vgpu_sqe *s = call->sqe;
 	struct obj_entry *e = obj_get(&w->funcs, s->arg[0]);
 	CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE };
-	CUlaunchConfig cfg = {
-		.gridDimX = VGPU_DIM_X(s->arg[1]), .gridDimY = VGPU_DIM_Y(s->arg[1]),
-		.gridDimZ = VGPU_DIM_Z(s->arg[1]), .blockDimX = VGPU_DIM_X(s->arg[2]),
-		.blockDimY = VGPU_DIM_Y(s->arg[2]), .blockDimZ = VGPU_DIM_Z(s->arg[2]),
-		.sharedMemBytes = (unsigned int)s->arg[3], .attrs = &attr, .numAttrs = 1,
-	};
+	CUlaunchConfig cfg = worker_launch_config(s);
 	int n = 0;
 
 	if (s->arg[4] > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING) {
@@ -113,8 +108,8 @@ static enum op_status op_occupancy_cluster_size(struct worker *w, struct op_call
 		return OP_DONE;
 	}
 	attr.value.clusterSchedulingPolicyPreference = (CUclusterSchedulingPolicy)s->arg[4];
-	if (!s->arg[4])
-		cfg.numAttrs = 0;
+	cfg.attrs = &attr;
+	cfg.numAttrs = s->arg[4] ? 1 : 0;	/* none: the default policy */
 	call->cqe->result = e ? w->B.cuOccupancyMaxPotentialClusterSize(&n, e->obj, &cfg)
 			      : CUDA_ERROR_INVALID_HANDLE;
 	call->cqe->val[0] = n;

@@ -69,3 +69,14 @@ void obj_remove(struct obj_table *t, uint32_t id)
 		memset(&t->e[id], 0, sizeof(t->e[id]));
 	}
 }
+
+uint32_t obj_id_of(struct obj_table *t, const void *obj)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	obj_for_each(t, i, e)
+		if (e->obj == obj)
+			return i;
+	return 0;
+}

@@ -32,6 +32,8 @@ int obj_insert(struct obj_table *t, uint32_t id, void *obj, uint64_t aux, void *
 /* NULL when id is not live. */
 struct obj_entry *obj_get(struct obj_table *t, uint32_t id);
 void obj_remove(struct obj_table *t, uint32_t id);
+/* The id @obj is live under; 0 if none (a walk of the table). */
+uint32_t obj_id_of(struct obj_table *t, const void *obj);
 
 #define obj_for_each(t, i, ent) \
 	for ((i) = 1; (i) < (t)->cap; (i)++) \

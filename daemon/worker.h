@@ -211,6 +211,9 @@ void worker_remember_global(struct worker *w, uint64_t addr, uint64_t size, uint
 
 /* exec_module.c: [p, p + len) inside a module global the client knows. */
 int worker_global_contains(struct worker *w, uint64_t p, uint64_t len);
+/* exec_module.c: the launch shape a launch or occupancy entry carries (grid
+ * in arg[1], block in arg[2], shared bytes in arg[3]); the rest zero. */
+CUlaunchConfig worker_launch_config(const struct vgpu_sqe *s);
 /* True when [p, p + len) is the client's own device or pool memory. */
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len);
 /* Puts the pending error of earlier asynchronous calls into a reply. */

@@ -54,7 +54,7 @@ $(E2E_RAW_BINS): $(E2E_OUT)/%: tests/e2e/raw/%.c $(E2E_RAW_SRCS) include/vgpu/pr
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(E2E_RAW_SRCS) -lpthread
 
 # Driver-API programs (tests/e2e/*.c): gcc against the toolkit's stub.
-$(E2E_OUT)/%: tests/e2e/%.c
+$(E2E_OUT)/%: tests/e2e/%.c tests/e2e/driver_check.h
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -lpthread
 
@@ -104,7 +104,7 @@ $(GPU_OUT)/e2e/kernels_shared: tests/e2e/kernels.cu $(E2E_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) $(NVCC_GPU_ARCH) -cudart shared $(CUDA_RPATH) -o $@ $<
 
-$(GPU_OUT)/e2e/%: tests/e2e/%.c
+$(GPU_OUT)/e2e/%: tests/e2e/%.c tests/e2e/driver_check.h
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -lpthread
 

@@ -38,14 +38,6 @@
 #define BULK_PIECE	(1ull << 30)	/* one staged transfer at most */
 #define BOUNCE_SIZE	(4u << 20)	/* pinned block that packs pitched rows */
 
-#define ENTER()							\
-	do {							\
-		CUresult init_rc_ = vgpu_initialized();		\
-								\
-		if (init_rc_)					\
-			return init_rc_;			\
-	} while (0)
-
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* Where a copy runs: its session, context and stream. */

@@ -407,6 +407,19 @@ static CUresult pack(const struct vgpu_func *f, const CUDA_KERNEL_NODE_PARAMS *p
 	return CUDA_SUCCESS;
 }
 
+/* The node's description @k (its parameters already packed behind it) at
+ * the start of @buf; the function is remembered for GetParams. */
+static void kernel_head(struct vgpu_kernel_node *k, struct vgpu_func *f,
+			const CUDA_KERNEL_NODE_PARAMS *p, uint8_t *buf)
+{
+	vgpu_func_remember(f);
+	k->func = f->id;
+	k->grid[0] = p->gridDimX, k->grid[1] = p->gridDimY, k->grid[2] = p->gridDimZ;
+	k->block[0] = p->blockDimX, k->block[1] = p->blockDimY, k->block[2] = p->blockDimZ;
+	k->shared_bytes = p->sharedMemBytes;
+	memcpy(buf, k, sizeof(*k));
+}
+
 CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p,
 			       bool v2)
 {
@@ -439,12 +452,7 @@ CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h, const CUDA_KERNE
 		free(buf);
 		return rc;
 	}
-	vgpu_func_remember(f);
-	k.func = f->id;
-	k.grid[0] = p->gridDimX, k.grid[1] = p->gridDimY, k.grid[2] = p->gridDimZ;
-	k.block[0] = p->blockDimX, k.block[1] = p->blockDimY, k.block[2] = p->blockDimZ;
-	k.shared_bytes = p->sharedMemBytes;
-	memcpy(buf, &k, sizeof(k));
+	kernel_head(&k, f, p, buf);
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = n->id;
 	r.sqe.arg[1] = eid;
@@ -554,12 +562,7 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 		free(buf);
 		return rc;
 	}
-	vgpu_func_remember(f);
-	k.func = f->id;
-	k.grid[0] = p->gridDimX, k.grid[1] = p->gridDimY, k.grid[2] = p->gridDimZ;
-	k.block[0] = p->blockDimX, k.block[1] = p->blockDimY, k.block[2] = p->blockDimZ;
-	k.shared_bytes = p->sharedMemBytes;
-	memcpy(buf, &k, sizeof(k));
+	kernel_head(&k, f, p, buf);
 	memset(buf + sizeof(k) + k.param_bytes, 0, off - sizeof(k) - k.param_bytes);
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;

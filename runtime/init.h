@@ -20,6 +20,14 @@
 /* init.c: CUDA_SUCCESS once cuInit succeeded, else CUDA_ERROR_NOT_INITIALIZED.
  * One atomic load. */
 VGPU_HIDDEN CUresult vgpu_initialized(void);
+/* That first statement, for the entry points that use it: returns the error. */
+#define ENTER()							\
+	do {							\
+		CUresult init_rc_ = vgpu_initialized();		\
+								\
+		if (init_rc_)					\
+			return init_rc_;			\
+	} while (0)
 
 /*
  * device.c: the worker's snapshot of device @dev (struct vgpu_device_info in

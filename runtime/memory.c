@@ -197,14 +197,6 @@ void vgpu_mem_forget_ctx(struct vgpu_ctx *ctx)
 
 /* ---- device memory ---------------------------------------------------------- */
 
-#define ENTER()							\
-	do {							\
-		CUresult init_rc_ = vgpu_initialized();		\
-								\
-		if (init_rc_)					\
-			return init_rc_;			\
-	} while (0)
-
 /* The session and the current context, which every entry here needs. */
 static CUresult begin(struct vgpu_session **s, struct vgpu_ctx **ctx)
 {

@@ -13,18 +13,18 @@
 #include "handles.h"
 #include "init.h"
 
-static CUresult encode(CUtensorMap *out, struct vgpu_tensor_map_req *q)
+/* One round trip that answers a map into *out (left alone on an error). */
+static CUresult map_call(uint16_t op, struct vgpu_ctx *ctx, uint64_t arg, const void *in,
+			 uint32_t len, CUtensorMap *out)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_TENSOR_MAP_ENCODE } };
-	struct vgpu_ctx *ctx;
+	struct vgpu_req r = { .sqe = { .opcode = op } };
 	CUtensorMap map;
-	CUresult rc = vgpu_ctx_current(&ctx);
+	CUresult rc;
 
-	if (rc)
-		return rc;
 	r.sqe.ctx = ctx->id;
-	r.payload = q;
-	r.payload_len = sizeof(*q);
+	r.sqe.arg[0] = arg;
+	r.payload = in;
+	r.payload_len = len;
 	r.reply = &map;
 	r.reply_cap = sizeof(map);
 	rc = vgpu_call(&r);
@@ -33,6 +33,14 @@ static CUresult encode(CUtensorMap *out, struct vgpu_tensor_map_req *q)
 	if (!rc)
 		memcpy(out, &map, sizeof(map));
 	return rc;
+}
+
+static CUresult encode(CUtensorMap *out, struct vgpu_tensor_map_req *q)
+{
+	struct vgpu_ctx *ctx;
+	CUresult rc = vgpu_ctx_current(&ctx);
+
+	return rc ? rc : map_call(VGPU_OP_TENSOR_MAP_ENCODE, ctx, 0, q, sizeof(*q), out);
 }
 
 /* What every encoder reads from the caller: the map's place and the
@@ -155,9 +163,7 @@ VGPU_EXPORT CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap,
 
 VGPU_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_TENSOR_MAP_REPLACE } };
 	struct vgpu_ctx *ctx;
-	CUtensorMap map;
 	CUresult rc = vgpu_initialized();
 
 	if (!rc)
@@ -168,16 +174,6 @@ VGPU_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *glo
 	 * the driver takes, so does vgpu. */
 	if (!tensorMap)
 		return CUDA_ERROR_INVALID_VALUE;
-	r.sqe.ctx = ctx->id;
-	r.sqe.arg[0] = (uintptr_t)globalAddress;
-	r.payload = tensorMap;
-	r.payload_len = sizeof(*tensorMap);
-	r.reply = &map;
-	r.reply_cap = sizeof(map);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(map))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(tensorMap, &map, sizeof(map));
-	return rc;
+	return map_call(VGPU_OP_TENSOR_MAP_REPLACE, ctx, (uintptr_t)globalAddress, tensorMap,
+			sizeof(*tensorMap), tensorMap);
 }

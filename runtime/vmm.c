@@ -22,14 +22,6 @@
 #include "unsupported.h"
 #include "vmm.h"
 
-#define ENTER()							\
-	do {							\
-		CUresult init_rc_ = vgpu_initialized();		\
-								\
-		if (init_rc_)					\
-			return init_rc_;			\
-	} while (0)
-
 /* The current context's id, or 0 with none (the API needs no context). */
 static uint32_t ctx_id(void)
 {
@@ -45,6 +37,22 @@ static CUresult call(uint16_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_
 	CUresult rc = vgpu_session(&s);
 
 	return rc ? rc : vgpu_call5(op, ctx_id(), 0, a0, a1, a2, a3, a4, c);
+}
+
+/* Sends @r (arguments, payload and reply room set) in the current context
+ * or in none; an answer must fill the reply room exactly. */
+static CUresult send_req(struct vgpu_req *r, bool in_ctx)
+{
+	struct vgpu_session *s;
+	CUresult rc = vgpu_session(&s);
+
+	if (rc)
+		return rc;
+	r->sqe.ctx = in_ctx ? ctx_id() : 0;
+	rc = vgpu_call(r);
+	if (!rc && r->reply && r->cqe.val[2] != r->reply_cap)
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered something else */
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
@@ -71,21 +79,14 @@ VGPU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 				 const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_CREATE } };
-	struct vgpu_session *s;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_CREATE, .arg = { size, flags } },
+			      .payload = prop, .payload_len = sizeof(*prop) };
 	CUresult rc;
 
 	ENTER();
 	if (!handle || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.ctx = ctx_id();
-	r.sqe.arg[0] = size;
-	r.sqe.arg[1] = flags;
-	r.payload = prop;
-	r.payload_len = sizeof(*prop);
-	rc = vgpu_call(&r);
+	rc = send_req(&r, true);
 	if (!rc)
 		*handle = r.cqe.val[0];
 	return rc;
@@ -113,23 +114,16 @@ VGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 VGPU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
 				    size_t count)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_SET_ACCESS } };
-	struct vgpu_session *s;
-	CUresult rc;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_SET_ACCESS, .arg = { ptr, size } },
+			      .payload = desc };
 
 	ENTER();
 	/* One descriptor per device at most is meaningful; the worker takes
 	 * no more than it has devices' worth. */
 	if (!desc || !count || count > VGPU_MAX_DEVICES)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.ctx = ctx_id();
-	r.sqe.arg[0] = ptr;
-	r.sqe.arg[1] = size;
-	r.payload = desc;
 	r.payload_len = (uint32_t)(count * sizeof(*desc));
-	return vgpu_call(&r);
+	return send_req(&r, true);
 }
 
 VGPU_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
@@ -152,19 +146,15 @@ VGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 						   const CUmemAllocationProp *prop,
 						   CUmemAllocationGranularity_flags option)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_GRANULARITY } };
-	struct vgpu_session *s;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_GRANULARITY,
+				       .arg = { (uint64_t)option } },
+			      .payload = prop, .payload_len = sizeof(*prop) };
 	CUresult rc;
 
 	ENTER();
 	if (!granularity || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.arg[0] = (uint64_t)option;
-	r.payload = prop;
-	r.payload_len = sizeof(*prop);
-	rc = vgpu_call(&r);
+	rc = send_req(&r, false);
 	if (!rc)
 		*granularity = r.cqe.val[0];
 	return rc;
@@ -173,22 +163,15 @@ VGPU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 VGPU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 							    CUmemGenericAllocationHandle handle)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_PROPS } };
 	CUmemAllocationProp p;
-	struct vgpu_session *s;
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_PROPS, .arg = { handle } },
+			      .reply = &p, .reply_cap = sizeof(p) };
 	CUresult rc;
 
 	ENTER();
 	if (!prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((rc = vgpu_session(&s)))
-		return rc;
-	r.sqe.arg[0] = handle;
-	r.reply = &p;
-	r.reply_cap = sizeof(p);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(p))
-		rc = CUDA_ERROR_UNKNOWN;
+	rc = send_req(&r, false);
 	if (!rc)
 		*prop = p;
 	return rc;
@@ -211,19 +194,10 @@ VGPU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 
 CUresult vgpu_vmm_lookup(uint64_t p, struct vgpu_vmm_info *in)
 {
-	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_LOOKUP } };
-	struct vgpu_session *s;
-	CUresult rc = vgpu_session(&s);
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_LOOKUP, .arg = { p } },
+			      .reply = in, .reply_cap = sizeof(*in) };
 
-	if (rc)
-		return rc;
-	r.sqe.arg[0] = p;
-	r.reply = in;
-	r.reply_cap = sizeof(*in);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(*in))
-		rc = CUDA_ERROR_UNKNOWN;
-	return rc;
+	return send_req(&r, false);
 }
 
 /* ---- sharing by descriptor ------------------------------------------------------ */
@@ -287,18 +261,12 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 	if ((rc = vgpu_session(&s)))
 		return rc;
 	if (handleType == CU_MEM_HANDLE_TYPE_FABRIC) {
-		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_EXPORT } };
 		CUmemFabricHandle fh;
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_EXPORT,
+					       .arg = { handle, handleType, flags } },
+				      .reply = &fh, .reply_cap = sizeof(fh) };
 
-		r.sqe.ctx = ctx_id();
-		r.sqe.arg[0] = handle;
-		r.sqe.arg[1] = handleType;
-		r.sqe.arg[2] = flags;
-		r.reply = &fh;
-		r.reply_cap = sizeof(fh);
-		rc = vgpu_call(&r);
-		if (!rc && r.cqe.val[2] != sizeof(fh))
-			rc = CUDA_ERROR_UNKNOWN;
+		rc = send_req(&r, true);
 		if (!rc)
 			memcpy(shareableHandle, &fh, sizeof(fh));
 		return rc;
@@ -328,17 +296,13 @@ VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	if (!handle)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (shHandleType == CU_MEM_HANDLE_TYPE_FABRIC) {
-		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_IMPORT } };
+		struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_VMM_IMPORT,
+					       .arg = { 0, shHandleType } },
+				      .payload = osHandle, .payload_len = sizeof(CUmemFabricHandle) };
 
 		if (!osHandle)
 			return CUDA_ERROR_INVALID_VALUE;
-		if ((rc = vgpu_session(&s)))
-			return rc;
-		r.sqe.ctx = ctx_id();
-		r.sqe.arg[1] = shHandleType;
-		r.payload = osHandle;
-		r.payload_len = sizeof(CUmemFabricHandle);
-		rc = vgpu_call(&r);
+		rc = send_req(&r, true);
 		if (!rc)
 			*handle = r.cqe.val[0];
 		return rc;

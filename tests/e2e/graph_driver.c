@@ -14,33 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "graph_driver: %s: got %d\n", what, rc);
-}
-
-/*
- * What only vgpu promises: a bogus handle is refused (the real driver may
- * crash on one). Checked under `vgpu run` only, reported on stderr and left
- * out of the count so that stdout stays the same as a native run's.
- */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 #define N 4096
 
@@ -88,8 +62,7 @@ int main(void)
 	rc = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
 	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
 		fprintf(stderr, "graph_driver: this backend does not capture streams\n");
-		printf("graph_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-		return failures ? 1 : 0;
+		return checks_done("graph_driver");
 	}
 	expect(rc == CUDA_SUCCESS, "a capture begins", rc);
 	rc = cuStreamIsCapturing(s, &st);
@@ -124,6 +97,5 @@ int main(void)
 	if (!rc)
 		rc = cuStreamSynchronize(s);
 	expect(rc == CUDA_SUCCESS, "instance and graph are destroyed", rc);
-	printf("graph_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("graph_driver");
 }

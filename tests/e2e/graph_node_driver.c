@@ -17,36 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
+#include "driver_check.h"
 
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "graph_node_driver: %s: got %d\n", what, rc);
-}
-
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
-
-/* The kernel the host backend implements too (daemon/host_kernels.c). */
-static const char ptx[] =
-	".version 8.0\n.target sm_90\n.address_size 64\n"
-	".visible .entry vgpu_poke_u32(.param .u64 p, .param .u32 v)\n{\n"
-	"\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<3>;\n"
-	"\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [v];\n"
-	"\tcvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n";
+static const char ptx[] = POKE_U32_PTX;
 
 static uint32_t replay(CUgraphExec ge, CUstream s, CUdeviceptr d, CUresult *rc)
 {
@@ -156,8 +129,7 @@ int main(void)
 	rc = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
 	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
 		fprintf(stderr, "graph_node_driver: this backend does not capture streams\n");
-		printf("graph_node_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-		return failures ? 1 : 0;
+		return checks_done("graph_node_driver");
 	}
 	{
 		void *args[] = { &d, &v };
@@ -227,6 +199,5 @@ int main(void)
 	cuGraphDestroy(g);
 	built(f, s, d);
 	cuMemFree(d);
-	printf("graph_node_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("graph_node_driver");
 }

@@ -12,35 +12,11 @@
  * backend; exit 0 pass, 1 fail.
  */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-static int checks, failures;
-static bool vgpu;	/* under vgpu: its runtime exports this */
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "green_driver: %s: got %d\n", what, rc);
-}
-
-/* What only vgpu promises (the driver crashes): stderr, under vgpu only. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!vgpu)
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 int main(void)
 {
@@ -55,7 +31,6 @@ int main(void)
 	CUresult rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* a crash shows where */
-	vgpu = dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx) || cuDeviceGetCount(&count) ||
 	    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) {
@@ -111,7 +86,7 @@ int main(void)
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor with no output is refused", rc);
 	rc = cuDevResourceGenerateDesc(&desc, NULL, 1);
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor of no resources is refused", rc);
-	if (vgpu) {	/* a count of 0: the driver crashes */
+	if (under_vgpu()) {	/* a count of 0: the driver crashes */
 		rc = cuDevResourceGenerateDesc(&desc, groups, 0);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "a descriptor of 0 resources is refused",
 			    rc);
@@ -141,6 +116,5 @@ int main(void)
 	if (!rc)
 		cuGreenCtxDestroy(green);
 
-	printf("green_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("green_driver");
 }

@@ -14,26 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-	if (!ok) {
-		failures++;
-		fprintf(stderr, "library_driver: %s: got %d\n", what, rc);
-	}
-}
-
-/* What only vgpu promises (the real driver crashes on these): run under
- * `vgpu run` only, reported on stderr, out of the printed count. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 /* A name the host backend knows (daemon/host_kernels.c), with its
  * parameters, so that the lookup succeeds there too. */
@@ -85,7 +66,7 @@ int main(void)
 	if (!rc)
 		cuLibraryUnload(junk);
 
-	if (getenv("VGPU_SOCKET")) {	/* the real driver crashes on these */
+	if (under_vgpu()) {	/* the real driver crashes on these */
 		rc = load(&junk, &table, NULL, 1);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE,
 			    "HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE with no value -> INVALID_VALUE",

@@ -15,7 +15,6 @@
  * texts and times are not printed); exit 0 pass, 1 fail.
  */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,30 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int checks, failures;
-static bool vgpu;	/* under vgpu: its runtime exports this */
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "link_driver: %s: got %d\n", what, rc);
-}
-
-/* What only vgpu promises (the driver crashes): stderr, under vgpu only. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!vgpu)
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 static const char caller[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -194,7 +170,7 @@ static void bad_input(void)
 	expect(!rc && cubin, "completing without a size pointer", rc);
 	cuLinkDestroy(st);
 
-	if (!vgpu)	/* the driver crashes on these */
+	if (!under_vgpu())	/* the driver crashes on these */
 		return;
 
 	rc = cuLinkComplete((CUlinkState)junk, &cubin, &size);
@@ -211,7 +187,6 @@ int main(void)
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* a crash shows where */
-	vgpu = dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx)) {
 		printf("FATAL setup\n");
@@ -226,6 +201,5 @@ int main(void)
 	link_and_run(path);
 	unlink(path);
 	bad_input();
-	printf("link_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("link_driver");
 }

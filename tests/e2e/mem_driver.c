@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver_check.h"
+
 /* The per-thread-default-stream entry points, which cuda.h names only
  * with CUDA_API_PER_THREAD_DEFAULT_STREAM. */
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
@@ -38,17 +40,6 @@ CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, C
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
-
-static int checks, failures;
-
-static const char *errname(CUresult rc)
-{
-	const char *s = NULL;
-
-	if (cuGetErrorName(rc, &s) || !s)
-		return "?";
-	return s;
-}
 
 static bool check(bool ok, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -73,17 +64,6 @@ static bool check(bool ok, const char *what, const char *fmt, ...)
 	return ok;
 }
 
-/* A call that must return @want. */
-#define EXPECT_RC(call, want, ...)                                                  \
-	do {                                                                        \
-		char what_[200];                                                    \
-		CUresult rc_ = (call);                                              \
-		snprintf(what_, sizeof(what_), __VA_ARGS__);                        \
-		check(rc_ == (want), what_, "%s returned %s, expected %s", #call,   \
-		      errname(rc_), errname(want));                                 \
-	} while (0)
-#define EXPECT_OK(call, ...) EXPECT_RC(call, CUDA_SUCCESS, __VA_ARGS__)
-
 /* A call that must fail, with any error. */
 #define EXPECT_FAIL(call, ...)                                                      \
 	do {                                                                        \
@@ -91,18 +71,6 @@ static bool check(bool ok, const char *what, const char *fmt, ...)
 		CUresult rc_ = (call);                                              \
 		snprintf(what_, sizeof(what_), __VA_ARGS__);                        \
 		check(rc_ != CUDA_SUCCESS, what_, "%s succeeded", #call);           \
-	} while (0)
-
-/* A call the rest depends on. */
-#define MUST(call)                                                                  \
-	do {                                                                        \
-		CUresult rc_ = (call);                                              \
-		if (rc_) {                                                          \
-			printf("FATAL %s -> %s\n", #call, errname(rc_));            \
-			fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__,    \
-				#call, errname(rc_));                               \
-			exit(1);                                                    \
-		}                                                                   \
 	} while (0)
 
 static uint64_t mix(uint64_t x)

@@ -25,7 +25,6 @@
  */
 #include <cuda.h>
 #include <cudaProfiler.h>
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,37 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "streamops_driver: %s: got %d\n", what, rc);
-}
-
-/* Whether the driver is vgpu's runtime (an export of its own). */
-static bool under_vgpu(void)
-{
-	return dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
-}
-
-/* What only vgpu promises (the driver crashes on it, or takes a foreign
- * address in a hint): checked under vgpu only, on stderr, out of the count,
- * so that stdout stays the same as a native run's. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!under_vgpu())
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 static void sleep_ms(int ms)
 {
@@ -601,8 +570,7 @@ static int ckpt(CUstream s, CUdeviceptr win, const char *go)
 	expect(!rc && v.priority == -2, "the NULL stream's priority too", rc);
 	rc = cuStreamSynchronize(s);
 	expect(!rc, "the stream works after the restore", rc);
-	printf("streamops_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("streamops_driver");
 }
 
 int main(int argc, char **argv)
@@ -645,6 +613,5 @@ int main(int argc, char **argv)
 	prefetch(s1, data);
 	peers(ctx, dev);
 	profiler();
-	printf("streamops_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("streamops_driver");
 }

@@ -18,24 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-	if (!ok) {
-		failures++;
-		fprintf(stderr, "tables_driver: %s: got %d\n", what, rc);
-	}
-}
-
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 #define NFUNCS 3
 static const char *const names[NFUNCS] = { "vgpu_poke_u32", "vgpu_fill_u32", "vgpu_spin" };
@@ -222,7 +205,7 @@ int main(void)
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a NULL count -> INVALID_VALUE", rc);
 	rc = cuModuleEnumerateFunctions(NULL, NFUNCS, mod);
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "a NULL array -> INVALID_VALUE", rc);
-	if (getenv("VGPU_SOCKET")) {
+	if (under_vgpu()) {
 		rc = cuModuleGetFunctionCount(&n, NULL);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_HANDLE, "a NULL module -> INVALID_HANDLE", rc);
 		rc = cuModuleEnumerateFunctions(fs, 0, mod);
@@ -244,7 +227,7 @@ int main(void)
 
 	tools_module(mod);
 	cluster_prototype(dev, mod);
-	if (getenv("VGPU_SOCKET"))
+	if (under_vgpu())
 		driver_table_info();
 
 	rc = cuModuleUnload(mod);

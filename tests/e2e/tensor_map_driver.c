@@ -15,37 +15,13 @@
  * than compute capability 9.0 has no tensor maps).
  */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-static bool vgpu;	/* under vgpu: its runtime exports this */
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "tensor_map_driver: %s: got %d\n", what, rc);
-}
-
-/* What only vgpu promises (the driver crashes): stderr, under vgpu only. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!vgpu)
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 /* A tiled encoding with every argument named, so each check changes one. */
 struct tiled {
@@ -112,7 +88,7 @@ static void tiled_checks(CUtensorMap *m)
 				       (void *)(uintptr_t)(base + 4096));
 	expect(!rc && !memcmp((char *)m + 32, &c, sizeof(c)),
 	       "replace address: a map not 64-byte aligned too", rc);
-	if (vgpu) {	/* no map: the driver crashes */
+	if (under_vgpu()) {	/* no map: the driver crashes */
 		rc = cuTensorMapReplaceAddress(NULL, (void *)(uintptr_t)base);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "replace address: no map is refused",
 			    rc);
@@ -275,7 +251,7 @@ static void im2col_checks(CUtensorMap *m)
 	rc = im2col((CUtensorMap *)((char *)m + 32), 4, lo, hi, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B);
 	expect(rc == CUDA_SUCCESS, "im2col: a map not 64-byte aligned", rc);
 	/* No corner: the driver crashes, vgpu refuses. */
-	if (vgpu) {
+	if (under_vgpu()) {
 		rc = im2col(m, 4, NULL, hi, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "im2col: no lower corner", rc);
 		rc = im2col(m, 4, lo, NULL, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B);
@@ -328,7 +304,6 @@ int main(void)
 	int major = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* a crash shows where */
-	vgpu = dlsym(RTLD_DEFAULT, "vgpuDriverExportTableInfo") != NULL;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx) || cuMemAlloc(&base, 1 << 20) ||
 	    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) {
@@ -347,6 +322,5 @@ int main(void)
 	tiled_checks(maps);
 	im2col_checks(maps);
 	wide_checks(maps);
-	printf("tensor_map_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("tensor_map_driver");
 }

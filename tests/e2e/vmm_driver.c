@@ -35,54 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int checks, failures;
-
-static const char *errname(CUresult rc)
-{
-	const char *s = NULL;
-
-	if (cuGetErrorName(rc, &s) || !s)
-		return "?";
-	return s;
-}
-
-static void check(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-	fflush(stdout);
-	if (!ok) {
-		failures++;
-		fprintf(stderr, "vmm_driver: %s: got %s\n", what, errname(rc));
-	}
-}
-
-#define EXPECT_RC(call, want, what)                                                 \
-	do {                                                                        \
-		CUresult rc_ = (call);                                              \
-		check(rc_ == (want), what, rc_);                                    \
-	} while (0)
-#define EXPECT_OK(call, what) EXPECT_RC(call, CUDA_SUCCESS, what)
-
-/* What only vgpu promises (the driver's answer is not documented): run
- * under `vgpu run` only, reported on stderr, out of the printed count. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%s)\n", ok ? "ok  " : "FAIL", what, errname(rc));
-}
-
-#define MUST(call)                                                                  \
-	do {                                                                        \
-		CUresult rc_ = (call);                                              \
-		if (rc_) {                                                          \
-			printf("FATAL %s -> %s\n", #call, errname(rc_));            \
-			fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__,    \
-				#call, errname(rc_));                               \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
+#include "driver_check.h"
 
 /* A kernel the host backend knows by name (daemon/host_kernels.c) and
  * the real driver compiles: p[i] = v for i < n. */
@@ -183,7 +136,7 @@ static void export_test(size_t g)
 	MUST(cuCtxSynchronize());
 	EXPECT_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
 		  "export as a POSIX descriptor");
-	check(fd >= 0, "a descriptor", CUDA_SUCCESS);
+	expect(fd >= 0, "a descriptor", CUDA_SUCCESS);
 	if (fd >= 0) {
 		char sfd[16], ssize[32];
 
@@ -198,11 +151,11 @@ static void export_test(size_t g)
 		}
 		if (pid > 0)
 			waitpid(pid, &st, 0);
-		check(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		expect(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		      "another process imports it, sees the bytes and writes", CUDA_SUCCESS);
 		if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 			fprintf(stderr, "vmm_driver: the importer ended with status %#x\n", st);
-		check(all_are(r, size / 4, 0x88888888u), "its writes are seen here", CUDA_SUCCESS);
+		expect(all_are(r, size / 4, 0x88888888u), "its writes are seen here", CUDA_SUCCESS);
 		EXPECT_OK(cuMemImportFromShareableHandle(&hx, (void *)(intptr_t)fd,
 							 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
 			  "import in the exporting process");
@@ -212,7 +165,7 @@ static void export_test(size_t g)
 	EXPECT_RC(cuMemExportToShareableHandle(NULL, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
 					       0), CUDA_ERROR_INVALID_VALUE,
 		  "export to NULL -> INVALID_VALUE");
-	if (getenv("VGPU_SOCKET")) {
+	if (under_vgpu()) {
 		int memfd = memfd_create("not-vgpu", MFD_CLOEXEC), devnull = open("/dev/null", O_RDONLY);
 
 		MUST(cuMemCreate(&hp, size, &plain, 0));
@@ -377,7 +330,7 @@ int main(int argc, char **argv)
 	EXPECT_OK(cuMemGetAllocationGranularity(&grec, &prop,
 						CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
 		  "granularity, recommended");
-	check(gmin && grec >= gmin && grec % gmin == 0, "recommended is a multiple of minimum",
+	expect(gmin && grec >= gmin && grec % gmin == 0, "recommended is a multiple of minimum",
 	      CUDA_SUCCESS);
 	if (!gmin)
 		return 1;
@@ -391,12 +344,12 @@ int main(int argc, char **argv)
 
 	/* --- reservations --- */
 	EXPECT_OK(cuMemAddressReserve(&r, 8 * gmin, 0, 0, 0), "reserve 8 granules");
-	check(r && r % gmin == 0, "reservation aligned to the granularity", CUDA_SUCCESS);
+	expect(r && r % gmin == 0, "reservation aligned to the granularity", CUDA_SUCCESS);
 	EXPECT_OK(cuMemAddressReserve(&r2, 4 * gmin, 0, 0, 0), "reserve 4 granules");
 	EXPECT_OK(cuMemAddressFree(r2, 4 * gmin), "free them");
 	EXPECT_OK(cuMemAddressReserve(&again, 4 * gmin, 0, r2, 0),
 		  "reserve again at the freed address");
-	check(again == r2, "the requested address is honoured when free", CUDA_SUCCESS);
+	expect(again == r2, "the requested address is honoured when free", CUDA_SUCCESS);
 	EXPECT_OK(cuMemAddressFree(again, 4 * gmin), "free it again");
 	EXPECT_RC(cuMemAddressReserve(&r2, gmin + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE,
 		  "reserve a size off the granularity -> INVALID_VALUE");
@@ -409,9 +362,9 @@ int main(int argc, char **argv)
 	MUST(cuMemGetInfo(&fbefore, &total));
 	EXPECT_OK(cuMemCreate(&h1, size, &prop, 0), "create 2 granules");
 	MUST(cuMemGetInfo(&fafter, &total));
-	check(fafter + size <= fbefore, "cuMemGetInfo counts the allocation", CUDA_SUCCESS);
+	expect(fafter + size <= fbefore, "cuMemGetInfo counts the allocation", CUDA_SUCCESS);
 	EXPECT_OK(cuMemCreate(&h2, size, &prop, 0), "create another");
-	check(h1 && h2 && h1 != h2, "two distinct handles", CUDA_SUCCESS);
+	expect(h1 && h2 && h1 != h2, "two distinct handles", CUDA_SUCCESS);
 	EXPECT_RC(cuMemCreate(&h3, gmin + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE,
 		  "create off the granularity -> INVALID_VALUE");
 	EXPECT_RC(cuMemCreate(&h3, 0, &prop, 0), CUDA_ERROR_INVALID_VALUE,
@@ -428,7 +381,7 @@ int main(int argc, char **argv)
 		  "create more than the device has -> OUT_OF_MEMORY");
 	memset(&got, 0xff, sizeof(got));
 	EXPECT_OK(cuMemGetAllocationPropertiesFromHandle(&got, h1), "properties of a handle");
-	check(got.type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+	expect(got.type == CU_MEM_ALLOCATION_TYPE_PINNED &&
 	      got.location.type == CU_MEM_LOCATION_TYPE_DEVICE && got.location.id == 0 &&
 	      got.requestedHandleTypes == fd_type, "properties as created", CUDA_SUCCESS);
 
@@ -436,9 +389,9 @@ int main(int argc, char **argv)
 	EXPECT_OK(cuMemMap(r, size, 0, h1, 0), "map at the reservation's start");
 	EXPECT_OK(cuMemSetAccess(r, size, &acc, 1), "read-write access");
 	EXPECT_OK(cuMemGetAccess(&flags, &loc, r + 4096), "get access");
-	check(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "access is read-write", CUDA_SUCCESS);
+	expect(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "access is read-write", CUDA_SUCCESS);
 	EXPECT_OK(cuMemsetD32(r, 0x11111111u, words), "memset through the mapping");
-	check(all_are(r, words, 0x11111111u), "memset seen", CUDA_SUCCESS);
+	expect(all_are(r, words, 0x11111111u), "memset seen", CUDA_SUCCESS);
 	host = malloc(size);
 	for (unsigned i = 0; i < words; i++)
 		host[i] = i * 2654435761u;
@@ -450,7 +403,7 @@ int main(int argc, char **argv)
 
 		for (unsigned i = 0; i < words; i++)
 			ok = ok && host[i] == i * 2654435761u;
-		check(ok, "round trip through the mapping", CUDA_SUCCESS);
+		expect(ok, "round trip through the mapping", CUDA_SUCCESS);
 	}
 	{
 		CUdeviceptr p = r;
@@ -461,7 +414,7 @@ int main(int argc, char **argv)
 		EXPECT_OK(cuLaunchKernel(fill, (words + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, args,
 					 NULL), "kernel through the mapping");
 		EXPECT_OK(cuCtxSynchronize(), "kernel done");
-		check(all_are(r, words, 0x5a5a0001u), "kernel's writes seen", CUDA_SUCCESS);
+		expect(all_are(r, words, 0x5a5a0001u), "kernel's writes seen", CUDA_SUCCESS);
 	}
 
 	/* --- one allocation at two addresses --- */
@@ -472,14 +425,14 @@ int main(int argc, char **argv)
 		unsigned v = 0;
 
 		EXPECT_OK(cuMemcpyDtoH(&v, r + 64, 4), "read through the first mapping");
-		check(v == 0x22222222u, "one write, seen through both", CUDA_SUCCESS);
+		expect(v == 0x22222222u, "one write, seen through both", CUDA_SUCCESS);
 	}
 	EXPECT_OK(cuMemcpyDtoD(r + 4 * gmin + 128, r + 256, 4), "copy between the two");
 
 	/* --- pointer attributes --- */
 	EXPECT_OK(cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, r + 100),
 		  "memory type");
-	check(mtype == CU_MEMORYTYPE_DEVICE, "mapped memory is device memory", CUDA_SUCCESS);
+	expect(mtype == CU_MEMORYTYPE_DEVICE, "mapped memory is device memory", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, r + 100),
 		  "range start");
 	EXPECT_OK(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, r + 100),
@@ -487,35 +440,34 @@ int main(int argc, char **argv)
 	/* Driver 580 answers these for a mapping inconsistently (the reservation's
 	 * start with a size of 0, or the whole reservation, measured on an H100);
 	 * vgpu answers the mapping, checked under vgpu only. */
-	if (getenv("VGPU_SOCKET"))
-		expect_vgpu(base == r && rsize == size, "the range is the mapping", CUDA_SUCCESS);
+	expect_vgpu(base == r && rsize == size, "the range is the mapping", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, r + 100), "mapped");
-	check(mapped == 1, "mapped is 1", CUDA_SUCCESS);
+	expect(mapped == 1, "mapped is 1", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
 					r + 100), "legacy IPC");
-	check(ipc == 0, "not legacy-IPC capable", CUDA_SUCCESS);
+	expect(ipc == 0, "not legacy-IPC capable", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
 					r + 100), "allowed handle types");
-	check(types == fd_type, "the requested handle types", CUDA_SUCCESS);
+	expect(types == fd_type, "the requested handle types", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, r + 100),
 		  "device ordinal");
-	check(ord == 0, "device 0", CUDA_SUCCESS);
+	expect(ord == 0, "device 0", CUDA_SUCCESS);
 	EXPECT_OK(cuPointerGetAttribute(&aflags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, r + 100),
 		  "access flags");
-	check(aflags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE, "read-write", CUDA_SUCCESS);
+	expect(aflags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE, "read-write", CUDA_SUCCESS);
 	base = rsize = 0;
 	EXPECT_OK(cuMemGetAddressRange(&base, &rsize, r + 4 * gmin + 8), "address range");
-	check(base == r + 4 * gmin && rsize == size, "the alias's range", CUDA_SUCCESS);
+	expect(base == r + 4 * gmin && rsize == size, "the alias's range", CUDA_SUCCESS);
 	EXPECT_RC(cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, r + 2 * gmin),
 		  CUDA_ERROR_INVALID_VALUE, "reserved but unmapped -> INVALID_VALUE");
 
 	/* --- retain, release with live mappings --- */
 	EXPECT_OK(cuMemRetainAllocationHandle(&h3, (void *)(uintptr_t)(r + gmin + 8)),
 		  "retain from an address inside");
-	check(h3 == h1, "the same handle", CUDA_SUCCESS);
+	expect(h3 == h1, "the same handle", CUDA_SUCCESS);
 	EXPECT_OK(cuMemRelease(h3), "release the retained reference");
 	EXPECT_OK(cuMemRelease(h1), "release while mapped twice");
-	check(all_are(r + 4 * gmin + 128, 1, 0x5a5a0001u), "memory lives on while mapped",
+	expect(all_are(r + 4 * gmin + 128, 1, 0x5a5a0001u), "memory lives on while mapped",
 	      CUDA_SUCCESS);
 	EXPECT_OK(cuMemRetainAllocationHandle(&h3, (void *)(uintptr_t)r), "retain after release");
 	EXPECT_OK(cuMemRelease(h3), "and release again");
@@ -527,9 +479,9 @@ int main(int argc, char **argv)
 	EXPECT_OK(cuMemMap(r + 4 * gmin, size, 0, h2, 0), "map another allocation there");
 	EXPECT_OK(cuMemSetAccess(r + 4 * gmin, size, &acc, 1), "access");
 	EXPECT_OK(cuMemsetD32(r + 4 * gmin, 0x33333333u, words), "memset it");
-	check(all_are(r + 4 * gmin, words, 0x33333333u), "remapped memory written",
+	expect(all_are(r + 4 * gmin, words, 0x33333333u), "remapped memory written",
 	      CUDA_SUCCESS);
-	check(all_are(r + size - 4, 1, 0x5a5a0001u), "the first mapping untouched",
+	expect(all_are(r + size - 4, 1, 0x5a5a0001u), "the first mapping untouched",
 	      CUDA_SUCCESS);
 
 	/* --- bad input --- */
@@ -553,7 +505,7 @@ int main(int argc, char **argv)
 		  "no access descriptors -> INVALID_VALUE");
 	EXPECT_RC(cuMemUnmap(r + gmin, gmin), CUDA_ERROR_INVALID_VALUE,
 		  "unmap half a mapping -> INVALID_VALUE");
-	if (getenv("VGPU_SOCKET")) {
+	if (under_vgpu()) {
 		/* Answers the driver does not document; vgpu refuses them. */
 		rc = cuMemMap(r, size, 0, h2, 0);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "map over a mapping -> INVALID_VALUE",
@@ -595,14 +547,14 @@ int main(int argc, char **argv)
 		 * backend cannot): either answer is the platform's own. */
 		rc = cuMemGetHandleForAddressRange(&dfd, r, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
 						   0);
-		check(rc == CUDA_SUCCESS ? dfd >= 0 : rc == CUDA_ERROR_NOT_SUPPORTED,
+		expect(rc == CUDA_SUCCESS ? dfd >= 0 : rc == CUDA_ERROR_NOT_SUPPORTED,
 		      rc == CUDA_SUCCESS ? "dma-buf of a mapping: a descriptor"
 					 : "dma-buf of a mapping: not supported here", rc);
 		if (rc == CUDA_SUCCESS)
 			close(dfd);
 		EXPECT_RC(cuMemGetHandleForAddressRange(&dfd, r, size, (CUmemRangeHandleType)0, 0),
 			  CUDA_ERROR_INVALID_VALUE, "range handle of type 0 -> INVALID_VALUE");
-		if (getenv("VGPU_SOCKET")) {
+		if (under_vgpu()) {
 			rc = cuMemGetHandleForAddressRange(&dfd, r + 2 * gmin, gmin,
 							   CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
 			expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE,
@@ -621,7 +573,7 @@ int main(int argc, char **argv)
 	/* The device's free memory: through vgpu on a GPU the daemon's other
 	 * workers (a new one starts when a session takes one) count in it too,
 	 * so there it is only reported. */
-	if (!getenv("VGPU_SOCKET")) {
+	if (!under_vgpu()) {
 		if (fafter < fbefore)
 			failures++;
 		fprintf(stderr, "%s the memory is back\n", fafter >= fbefore ? "ok  " : "FAIL");

@@ -22,38 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend_check.h"
 #include "vgpu/proto.h"
-
-static struct vgpu_backend b;
-static int failures, checks;
-
-static const char *ename(CUresult r)
-{
-	const char *s = NULL;
-
-	if (b.cuGetErrorName && b.cuGetErrorName(r, &s) == CUDA_SUCCESS)
-		return s;
-	return "?";
-}
-
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (cond) {							\
-		printf("ok   - ");					\
-	} else {							\
-		printf("FAIL - ");					\
-		failures++;						\
-	}								\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
-} while (0)
-
-/* Expects call to return want. */
-#define EXPECT(want, call, what) do {					\
-	CUresult r_ = (call);						\
-	CHECK(r_ == (want), "%s: %s (want %s)", what, ename(r_), ename(want)); \
-} while (0)
 
 #define MiB (1ull << 20)
 #define GRAN (2 * MiB)

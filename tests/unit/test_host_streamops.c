@@ -12,33 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend_check.h"
 #include "vgpu/proto.h"
-
-static struct vgpu_backend b;
-static int failures, checks;
-
-static const char *ename(CUresult r)
-{
-	const char *s = NULL;
-
-	if (b.cuGetErrorName && b.cuGetErrorName(r, &s) == CUDA_SUCCESS)
-		return s;
-	return "?";
-}
-
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	printf((cond) ? "ok   - " : "FAIL - ");			\
-	failures += !(cond);						\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
-} while (0)
-
-#define EXPECT(want, call, what) do {					\
-	CUresult r_ = (call);						\
-	CHECK(r_ == (want), "%s: %s (want %s)", what, ename(r_), ename(want)); \
-} while (0)
 
 #define SIZE (2ull << 20)
 
