@@ -216,6 +216,55 @@ static int importer(int sock)
 	return failures ? 1 : 0;
 }
 
+/*
+ * "hold GO": a session holding a shareable pool with memory and a pool
+ * imported (from itself) with a pointer mapped, until the file GO exists;
+ * a checkpoint meanwhile must be refused (tests/e2e/run pool_ipc_ckpt).
+ * Then all of it works on and goes.
+ */
+static int hold(const char *go)
+{
+	CUmemoryPool pool, ip;
+	CUmemPoolProps props;
+	CUmemPoolPtrExportData d;
+	CUdeviceptr a, p;
+	CUcontext ctx;
+	CUdevice dev;
+	int fd = -1;
+	bool ok;
+
+	MUST(cuInit(0));
+	MUST(cuDeviceGet(&dev, 0));
+	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
+	MUST(cuCtxSetCurrent(ctx));
+	memset(&props, 0, sizeof(props));
+	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	props.location.id = dev;
+	props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	MUST(cuMemPoolCreate(&pool, &props));
+	MUST(cuMemAllocFromPoolAsync(&a, N * 4, pool, NULL));
+	MUST(cuMemsetD32(a, 0x33333333u, N));
+	MUST(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+					      0));
+	MUST(cuMemPoolImportFromShareableHandle(&ip, (void *)(intptr_t)fd,
+						CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	MUST(cuMemPoolExportPointer(&d, a));
+	MUST(cuMemPoolImportPointer(&p, ip, &d));
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go, F_OK))
+		usleep(20000);
+	ok = holds(p, 0x33333333u);
+	MUST(cuMemFree(p));
+	MUST(cuMemPoolDestroy(ip));
+	MUST(cuMemFree(a));
+	MUST(cuMemPoolDestroy(pool));
+	close(fd);
+	printf("hold: %s\n", ok ? "the shared memory is still seen" : "the shared memory changed");
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	CUmemoryPool pool = NULL, pool2 = NULL, plain = NULL;
@@ -233,6 +282,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "import"))
 		return importer(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "hold"))
+		return hold(argv[2]);
 	MUST(cuInit(0));
 	MUST(cuDeviceGet(&dev, 0));
 	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
