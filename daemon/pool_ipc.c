@@ -507,6 +507,7 @@ static enum op_status op_import_ptr(struct worker *w, struct op_call *call)
 	CUmemGenericAllocationHandle h = 0;
 	CUdeviceptr p = 0;
 	struct ptr_data d;
+	struct stat st;
 	uint64_t size = 0;
 	CUresult rc;
 	int fd = -1;
@@ -519,8 +520,11 @@ static enum op_status op_import_ptr(struct worker *w, struct op_call *call)
 	if (d.magic != IPC_MAGIC || d.version != IPC_VERSION)
 		return OP_DONE;
 	rc = ask(im->sock, &d, &fd, &size);
-	/* The answer is another process's word: whole granules, in the window. */
-	if (!rc && (!size || size % w->vmem.gran || size > w->vmem.size))
+	/* The answer is another process's word: whole granules, in the window,
+	 * and a descriptor the backend judges (as a VMM import's, never a
+	 * directory). */
+	if (!rc && (!size || size % w->vmem.gran || size > w->vmem.size ||
+		    fstat(fd, &st) || S_ISDIR(st.st_mode)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = w->B.cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,

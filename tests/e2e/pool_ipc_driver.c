@@ -75,6 +75,7 @@ static bool holds(CUdeviceptr d, uint32_t v)
 /* What goes to the importer: three pool descriptors and the export data. */
 struct handoff {
 	CUmemPoolPtrExportData a;	/* live, from pool 1 */
+	CUmemPoolPtrExportData e;	/* live, from pool 1: freed async by the importer */
 	CUmemPoolPtrExportData freed;	/* from pool 1, freed since */
 };
 
@@ -208,6 +209,20 @@ static int importer(int sock)
 		rc = cuMemFree(p);
 		expect(!rc, "the importer frees the imported pointer", rc);
 	}
+	rc = cuMemPoolImportPointer(&x, ip, &h.e);
+	expect(!rc && x, "the importer imports a second pointer", rc);
+	if (!rc) {
+		CUstream s;
+
+		MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		rc = cuMemsetD32Async(x, 0x44444444u, N, s);
+		if (!rc)
+			rc = cuMemFreeAsync(x, s);
+		if (!rc)
+			rc = cuStreamSynchronize(s);
+		expect(!rc, "the importer writes it and frees it in stream order", rc);
+		MUST(cuStreamDestroy(s));
+	}
 	MUST(cuMemPoolDestroy(own));
 	rc = cuMemPoolDestroy(ip);
 	expect(!rc, "the importer destroys the imported pool", rc);
@@ -271,7 +286,7 @@ int main(int argc, char **argv)
 	CUmemPoolProps props;
 	struct handoff h;
 	CUmemPoolPtrExportData d;
-	CUdeviceptr a = 0, b = 0, c = 0;
+	CUdeviceptr a = 0, b = 0, c = 0, e = 0;
 	CUcontext ctx;
 	CUdevice dev;
 	CUstream s;
@@ -306,6 +321,7 @@ int main(int argc, char **argv)
 	MUST(cuMemsetD32Async(a, 0x11111111u, N, s));
 	MUST(cuMemAllocFromPoolAsync(&b, N * 4, pool, s));
 	MUST(cuMemAllocFromPoolAsync(&c, N * 4, plain, s));
+	MUST(cuMemAllocFromPoolAsync(&e, N * 4, pool, s));
 	MUST(cuStreamSynchronize(s));
 
 	rc = cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
@@ -317,6 +333,8 @@ int main(int argc, char **argv)
 	expect(!rc, "an allocation of it is exported", rc);
 	rc = cuMemPoolExportPointer(&d, a);
 	expect(!rc && !memcmp(&d, &h.a, sizeof(d)), "exported again, the same data", rc);
+	rc = cuMemPoolExportPointer(&h.e, e);
+	expect(!rc, "a third allocation is exported", rc);
 	rc = cuMemPoolExportPointer(&h.freed, b);
 	expect(!rc, "a second allocation is exported", rc);
 	MUST(cuMemFreeAsync(b, s));
@@ -362,6 +380,7 @@ int main(int argc, char **argv)
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		fprintf(stderr, "%s: the importer ended with status %#x\n", me, st);
 	expect(holds(a, 0x22222222u), "its writes are seen here", CUDA_SUCCESS);
+	expect(holds(e, 0x44444444u), "and those to the third", CUDA_SUCCESS);
 
 	close(fd);
 	close(fd2);
@@ -369,6 +388,8 @@ int main(int argc, char **argv)
 	rc = cuMemFreeAsync(a, s);
 	if (!rc)
 		rc = cuMemFreeAsync(c, s);
+	if (!rc)
+		rc = cuMemFreeAsync(e, s);
 	if (!rc)
 		rc = cuStreamSynchronize(s);
 	expect(!rc, "the exporter frees its allocations", rc);
