@@ -88,6 +88,8 @@ static int drain(struct ckpt_run *r)
 	}
 	if (w->captures)
 		return fail(r, -EBUSY, "a stream capture is in progress");
+	if (pool_ipc_ckpt_refusal(w))
+		return fail(r, -EOPNOTSUPP, "%s", pool_ipc_ckpt_refusal(w));
 	if (worker_callbacks_stuck(w))
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);

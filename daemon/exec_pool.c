@@ -57,6 +57,8 @@ static enum op_status op_pool_destroy(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 		return OP_DONE;
 	}
+	if (ps->ipc_pool_gone)
+		ps->ipc_pool_gone(w, mp);
 	ps->p[id] = NULL;
 	mp->id = 0;
 	pool_trim(w, mp, 0, true);
@@ -220,7 +222,9 @@ static enum op_status op_alloc_async(struct worker *w, struct op_call *call)
 	uint64_t cid = 0;
 
 	pools_settle(w);
-	if (!rc && (!mp || !s->arg[1]))
+	/* An imported pool has no memory of its own to give (the driver's
+	 * rule: it cannot allocate). */
+	if (!rc && (!mp || !s->arg[1] || mp->imported))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc && mp->dev != ctx_dev(w))
 		rc = CUDA_ERROR_INVALID_VALUE;	/* the stream's device must be the pool's */

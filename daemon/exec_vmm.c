@@ -678,6 +678,19 @@ static CUresult send_fd(struct worker *w, uint64_t token, int fd)
 	return rc;
 }
 
+/* The channel for other descriptors (pool_ipc.c). */
+int worker_fd_take(struct worker *w, uint64_t token)
+{
+	struct vmm_state *s = state(w);
+
+	return s ? fd_for(w, s, token) : -1;
+}
+
+CUresult worker_fd_send(struct worker *w, uint64_t token, int fd)
+{
+	return send_fd(w, token, fd);
+}
+
 static enum op_status op_range_handle(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *q = call->sqe;

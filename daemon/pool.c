@@ -85,6 +85,9 @@ void pools_destroy(struct worker *w)
 
 	if (!ps)
 		return;
+	for (uint32_t i = 0; ps->ipc_pool_gone && i < ps->cap; i++)
+		if (ps->p[i])
+			ps->ipc_pool_gone(w, ps->p[i]);
 	for (size_t i = 0; i < ps->nb; i++)
 		if (ps->b[i].ev)
 			w->B.cuEventDestroy_v2(ps->b[i].ev);
@@ -438,11 +441,36 @@ CUresult pool_window_alloc(struct worker *w, uint32_t dev, uint64_t bytes, CUdev
 	return rc;
 }
 
+bool pool_shareable(const struct mempool *mp)
+{
+	return mp && (mp->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !mp->imported;
+}
+
+/* New memory for @mp: a shareable pool's blocks are whole granules, each
+ * its own physical allocation another process can map. */
+static CUresult block_new(struct worker *w, struct mempool *mp, uint64_t cls, CUdeviceptr *p)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUresult rc;
+
+	if (!pool_shareable(mp))
+		return pool_window_alloc(w, mp->dev, cls, p);
+	if (w->captures)
+		w->B.cuThreadExchangeStreamCaptureMode(&mode);
+	rc = vmem_alloc_shareable(&w->vmem, w->devices[mp->dev], cls, p);
+	if (w->captures)
+		w->B.cuThreadExchangeStreamCaptureMode(&mode);
+	return rc;
+}
+
 CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstream st,
 		    uint32_t sid, CUdeviceptr *out)
 {
 	struct pools *ps = w->pools;
 	uint64_t cls = pool_class(bytes);
+
+	if (pool_shareable(mp))
+		cls = (cls + w->vmem.gran - 1) / w->vmem.gran * w->vmem.gran;
 	long i = find_cached(w, mp, cls, st, sid);
 	CUdeviceptr p;
 	CUresult rc;
@@ -458,13 +486,13 @@ CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstre
 		if (mp->reserved + cls > mp->max_size)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	rc = pool_window_alloc(w, mp->dev, cls, &p);
+	rc = block_new(w, mp, cls, &p);
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
 		/* What the pools keep cached is the first to give back. */
 		for (uint32_t k = 1; k < ps->cap; k++)
 			if (ps->p[k])
 				pool_trim(w, ps->p[k], 0, true);
-		rc = pool_window_alloc(w, mp->dev, cls, &p);
+		rc = block_new(w, mp, cls, &p);
 	}
 	if (rc)
 		return rc;
@@ -515,6 +543,8 @@ CUresult pool_free_block(struct worker *w, long i, CUstream st, uint32_t sid)
 	}
 	if (rc)
 		return rc;
+	if (ps->ipc_block_freed)
+		ps->ipc_block_freed(w, b->addr);
 	b->state = BLOCK_CACHED;
 	b->free_stream = sid;
 	b->seq = ++ps->free_seq;
@@ -542,6 +572,8 @@ bool pools_mem_free(struct worker *w, CUdeviceptr p, CUresult *rc)
 	if (*rc)
 		return true;
 	mp = ps->b[i].pool;
+	if (ps->ipc_block_freed)
+		ps->ipc_block_freed(w, p);
 	note_used(mp, -(int64_t)ps->b[i].size, 0);
 	ps->b[i].state = BLOCK_CACHED;
 	ps->b[i].free_stream = 0;

@@ -23,6 +23,7 @@ struct mempool {
 	bool destroyed;			/* live blocks keep it (a zombie) */
 	uint64_t reserved, used;	/* bytes held from the window / handed out */
 	uint64_t reserved_high, used_high;
+	bool imported;			/* another process's (pool_ipc.c): no allocations */
 };
 
 enum { BLOCK_LIVE = 1, BLOCK_CACHED, BLOCK_GRAPH };
@@ -86,6 +87,11 @@ struct pools {
 	size_t nknow, cknow;
 	uint64_t graph_used[VGPU_MAX_DEVICES];	/* bytes graphs hold, per device */
 	uint64_t graph_used_high[VGPU_MAX_DEVICES], graph_reserved_high[VGPU_MAX_DEVICES];
+	/* Sharing between processes (pool_ipc.c), set once something is
+	 * shared: a block freed by the program (its exports end), a pool
+	 * destroyed (its descriptor's server, or its import, ends). */
+	void (*ipc_block_freed)(struct worker *w, CUdeviceptr p);
+	void (*ipc_pool_gone)(struct worker *w, struct mempool *mp);
 };
 
 uint64_t pool_class(uint64_t bytes);
@@ -100,5 +106,8 @@ CUresult pool_alloc(struct worker *w, struct mempool *mp, uint64_t bytes, CUstre
 CUresult pool_free_block(struct worker *w, long i, CUstream st, uint32_t sid);
 CUresult pool_window_alloc(struct worker *w, uint32_t dev, uint64_t bytes, CUdeviceptr *p);
 void pool_graph_note(struct pools *ps, uint32_t dev, int64_t d);
+/* A pool whose memory may go to other processes: each block its own
+ * exportable allocation of whole granules (pool_ipc.c). */
+bool pool_shareable(const struct mempool *mp);
 
 #endif

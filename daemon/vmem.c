@@ -201,13 +201,14 @@ static struct vmem_range *range_add(struct vmem *m, const struct vmem_range *nr)
 }
 
 /* Physical memory mapped at a free address (at 0), or exactly at @at. */
-static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr at,
-			struct vmem_range *out)
+static CUresult map_new_typed(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr at,
+			      unsigned types, struct vmem_range *out)
 {
 	const struct vgpu_backend *B = m->B;
 	CUmemAllocationProp prop = {
 		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
 		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.requestedHandleTypes = (CUmemAllocationHandleType)types,
 	};
 	CUmemAccessDesc access = {
 		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
@@ -246,6 +247,12 @@ release:
 give_va:
 	hole_give(m, out->addr, size);
 	return rc;
+}
+
+static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr at,
+			struct vmem_range *out)
+{
+	return map_new_typed(m, dev, size, at, 0, out);
 }
 
 static void unmap_range(struct vmem *m, size_t i)
@@ -558,4 +565,81 @@ CUresult vmem_charge(struct vmem *m, size_t bytes)
 void vmem_uncharge(struct vmem *m, size_t bytes)
 {
 	m->created -= bytes;
+}
+
+/* ---- memory shared with other processes (pool_ipc.c) -------------------- */
+
+CUresult vmem_alloc_shareable(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out)
+{
+	struct vmem_range nr;
+	CUresult rc;
+
+	if (!bytes || bytes % m->gran)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes > m->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = map_new_typed(m, dev, bytes, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &nr);
+	if (rc)
+		return rc;
+	nr.user = bytes;
+	if (!range_add(m, &nr)) {
+		m->B->cuMemUnmap(nr.addr, nr.size);
+		m->B->cuMemRelease(nr.h);
+		hole_give(m, nr.addr, nr.size);
+		m->mapped -= nr.size;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->in_use += bytes;
+	*out = nr.addr;
+	return CUDA_SUCCESS;
+}
+
+CUresult vmem_export_fd(struct vmem *m, CUdeviceptr p, int *fd, size_t *size)
+{
+	long i = range_find(m, p);
+
+	if (i < 0 || m->r[i].cls || m->r[i].addr != p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*size = m->r[i].size;
+	return m->B->cuMemExportToShareableHandle(fd, m->r[i].h,
+						  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+}
+
+CUresult vmem_map_imported(struct vmem *m, CUdevice dev, CUmemGenericAllocationHandle h,
+			   size_t size, CUdeviceptr *out)
+{
+	const struct vgpu_backend *B = m->B;
+	CUmemAccessDesc access = {
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	struct vmem_range nr = { .size = size, .h = h, .dev = dev, .user = size };
+	CUresult rc;
+
+	if (!size || size % m->gran)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size > m->size - m->mapped || m->created > m->size - m->mapped - size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (hole_take(m, size, &nr.addr))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The backend bounds the mapping by what the allocation really is. */
+	rc = B->cuMemMap(nr.addr, size, 0, h, 0);
+	if (rc)
+		goto give_va;
+	rc = B->cuMemSetAccess(nr.addr, size, &access, 1);
+	if (rc)
+		goto unmap;
+	if (!range_add(m, &nr)) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto unmap;
+	}
+	m->mapped += size;
+	m->in_use += size;
+	*out = nr.addr;
+	return CUDA_SUCCESS;
+unmap:
+	B->cuMemUnmap(nr.addr, size);
+give_va:
+	hole_give(m, nr.addr, size);
+	return rc;
 }

@@ -73,4 +73,17 @@ void vmem_unreserve(struct vmem *m, CUdeviceptr p, size_t size);
 CUresult vmem_charge(struct vmem *m, size_t bytes);
 void vmem_uncharge(struct vmem *m, size_t bytes);
 
+/*
+ * Memory pools shared with other processes (pool_ipc.c). A block of its own
+ * physical memory, exportable as a POSIX descriptor (@bytes whole granules);
+ * the descriptor of such a block (or of any large allocation) and its
+ * mapped size; and memory another process exported, mapped at a free place
+ * of the window as an allocation of its own (vmem_free unmaps it and
+ * releases @h; on failure @h stays the caller's).
+ */
+CUresult vmem_alloc_shareable(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out);
+CUresult vmem_export_fd(struct vmem *m, CUdeviceptr p, int *fd, size_t *size);
+CUresult vmem_map_imported(struct vmem *m, CUdevice dev, CUmemGenericAllocationHandle h,
+			   size_t size, CUdeviceptr *out);
+
 #endif

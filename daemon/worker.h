@@ -91,6 +91,7 @@ struct worker {
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
+	struct pool_ipc *pool_ipc;	/* pools shared between processes (pool_ipc.c) */
 };
 
 /*
@@ -250,5 +251,14 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 /* Reads what the program sent on its socket: descriptors for imports are
  * kept for their entries, anything else dropped. Never blocks. */
 void worker_fd_drain(struct worker *w);
+/* The descriptor the program sent for @token (waiting a little), or -1;
+ * @fd sent to the program for @token, and closed here. */
+int worker_fd_take(struct worker *w, uint64_t token);
+CUresult worker_fd_send(struct worker *w, uint64_t token, int fd);
+
+/* pool_ipc.c: memory pools shared between processes. */
+extern const struct op_desc exec_pool_ipc_ops[];
+/* Why a checkpoint of the session cannot be taken, or NULL. */
+const char *pool_ipc_ckpt_refusal(struct worker *w);
 
 #endif

@@ -119,6 +119,7 @@ struct vgpu_pool {
 	CUdevice dev;
 	unsigned int handle_types;	/* CUmemPoolProps.handleTypes */
 	bool is_default;
+	bool imported;			/* another process's: no allocations */
 };
 
 /* The pool a device pointer was allocated from (NULL: none), and that the

@@ -6,6 +6,7 @@
  * unknown pointers and pointer queries are answered without a round trip.
  * cuMemAllocAsync waits for its address; cuMemFreeAsync is posted.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "log.h"
 #include "memory.h"
 #include "unsupported.h"
+#include "vmm.h"
+#include "fdpass.h"
 
 
 /* Live allocations by address: sorted, small, searched in halves. */
@@ -531,6 +534,8 @@ VGPU_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool h)
 		rc = pool_resolve(h, &p);
 	if (!rc && p->dev != dev)
 		rc = CUDA_ERROR_INVALID_DEVICE;
+	if (!rc && p->imported)
+		rc = CUDA_ERROR_INVALID_VALUE;	/* it cannot allocate */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&P.lock);
@@ -630,37 +635,58 @@ VGPU_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
 
 /* ---- sharing ---------------------------------------------------------------------- */
 
-/* Shareable pools need descriptors passed from the worker to the program. */
-static CUresult needs_channel(void)
-{
-	static int said;
-
-	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-		vlog_warn("pool export needs the descriptor channel");
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-
+/*
+ * Pools made with POSIX descriptor handle types are shared between
+ * processes; the worker (daemon/pool_ipc.c) holds the truth: the pool's
+ * descriptor is a socket its exporter's worker serves, a pointer's export
+ * data name one exported block of it, and an imported pointer is memory
+ * mapped at a place of this session's window.
+ */
 VGPU_EXPORT CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool h,
 						      CUmemAllocationHandleType type,
 						      unsigned long long flags)
 {
+	struct vgpu_session *s;
 	struct vgpu_pool *p;
+	uint64_t token;
+	uint32_t ctx;
+	int fd = -1;
 	CUresult rc = vgpu_initialized();
 
 	if (!rc)
 		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
-	/* Only the handle types the pool was made with, and no flags. */
-	if (!handle_out || flags || !type || (p->handle_types & type) != (unsigned int)type)
+	/* Only the handle types the pool was made with, and no flags; an
+	 * imported pool is not exported again. */
+	if (!handle_out || flags || !type || (p->handle_types & type) != (unsigned int)type ||
+	    p->imported)
 		return CUDA_ERROR_INVALID_VALUE;
-	return needs_channel();
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return vgpu_unsupported("cuMemPoolExportToShareableHandle(fabric handle)");
+	if ((rc = some_ctx(&ctx)) || (rc = vgpu_session(&s)))
+		return rc;
+	token = vgpu_fd_token();
+	vgpu_fd_lock();
+	rc = vgpu_call5(VGPU_OP_POOL_EXPORT, ctx, 0, p->id, token, 0, 0, 0, NULL);
+	if (!rc)
+		rc = vgpu_fd_take(s, token, &fd);
+	vgpu_fd_unlock();
+	if (!rc)
+		*(int *)handle_out = fd;
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void *handle,
 							CUmemAllocationHandleType type,
 							unsigned long long flags)
 {
+	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC };
+	int fd = (int)(intptr_t)handle;
+	struct vgpu_session *s;
+	struct vgpu_ctx *cur = NULL;
+	struct vgpu_pool *p;
+	uint32_t ctx;
 	CUresult rc = vgpu_initialized();
 
 	if (rc)
@@ -668,36 +694,107 @@ VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void 
 	if (!out || flags || (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
 			      type != CU_MEM_HANDLE_TYPE_FABRIC))
 		return CUDA_ERROR_INVALID_VALUE;
-	(void)handle;
-	return needs_channel();
+	if (type == CU_MEM_HANDLE_TYPE_FABRIC)
+		return vgpu_unsupported("cuMemPoolImportFromShareableHandle(fabric handle)");
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = some_ctx(&ctx)) || (rc = vgpu_session(&s)))
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The pool is taken to be of the current context's device. */
+	p->dev = !vgpu_ctx_current(&cur) && cur ? cur->dev : 0;
+	p->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	p->imported = true;
+	p->id = vgpu_id_alloc(VGPU_K_POOL);
+	if (!p->id) {
+		free(p);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	/* The descriptor first: the worker keeps it until the entry comes. */
+	m.token = vgpu_fd_token();
+	vgpu_fd_lock();
+	if (vgpu_send_fds(s->sock, &m, sizeof(m), &fd, 1) != (int)sizeof(m))
+		rc = CUDA_ERROR_OPERATING_SYSTEM;
+	else
+		rc = vgpu_call5(VGPU_OP_POOL_IMPORT, ctx, 0, p->id, m.token, (uint64_t)p->dev, 0,
+				0, NULL);
+	vgpu_fd_unlock();
+	if (rc) {
+		vgpu_id_free(VGPU_K_POOL, p->id);
+		free(p);
+		return rc;
+	}
+	__atomic_store_n(&p->magic, VGPU_POOL_MAGIC, __ATOMIC_RELEASE);
+	*out = (CUmemoryPool)p;
+	return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
 {
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_POOL_EXPORT_PTR } };
+	CUmemPoolPtrExportData d;
 	struct vgpu_pool *p;
+	uint32_t ctx;
 	CUresult rc = vgpu_initialized();
 
 	if (rc)
 		return rc;
 	p = (struct vgpu_pool *)vgpu_pool_of(ptr);
-	if (!out || !p || !p->handle_types)
+	if (!out || !p || !(p->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ||
+	    p->imported)
 		return CUDA_ERROR_INVALID_VALUE;
-	return needs_channel();
+	if ((rc = some_ctx(&ctx)))
+		return rc;
+	r.sqe.ctx = ctx;
+	r.sqe.arg[0] = ptr;
+	r.reply = &d;
+	r.reply_cap = sizeof(d);
+	rc = vgpu_call(&r);
+	if (!rc && r.cqe.val[2] != sizeof(d))
+		rc = CUDA_ERROR_UNKNOWN;
+	if (!rc)
+		memcpy(out, &d, sizeof(d));
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool h,
 					    CUmemPoolPtrExportData *data)
 {
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_POOL_IMPORT_PTR } };
+	struct vgpu_session *s;
+	struct vgpu_ctx *cur = NULL;
 	struct vgpu_pool *p;
+	uint32_t ctx;
 	CUresult rc = vgpu_initialized();
 
 	if (!rc)
 		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
-	/* Pointers are imported into pools imported from another process;
-	 * none can be here yet. */
-	if (!out || !data || !p->handle_types)
+	/* Pointers come from pools imported from another process. */
+	if (!out || !data || !p->imported)
 		return CUDA_ERROR_INVALID_VALUE;
-	return needs_channel();
+	if ((rc = some_ctx(&ctx)) || (rc = vgpu_session(&s)))
+		return rc;
+	r.sqe.ctx = ctx;
+	r.sqe.arg[0] = p->id;
+	r.payload = data;
+	r.payload_len = sizeof(*data);
+	rc = vgpu_call(&r);
+	if (rc)
+		return rc;
+	if (!vgpu_is_device(s, r.cqe.val[0]) || !r.cqe.val[1]) {
+		vlog_err("worker imported memory at %#llx outside the device window",
+			 (unsigned long long)r.cqe.val[0]);
+		return CUDA_ERROR_UNKNOWN;
+	}
+	pthread_mutex_lock(&P.lock);
+	note(r.cqe.val[0], p, false);
+	pthread_mutex_unlock(&P.lock);
+	vgpu_mem_note_device(r.cqe.val[0], r.cqe.val[1],
+			     !vgpu_ctx_current(&cur) ? cur : NULL);
+	*out = r.cqe.val[0];
+	return CUDA_SUCCESS;
 }

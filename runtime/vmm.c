@@ -356,6 +356,27 @@ VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
 	return rc;
 }
 
+/* The same channel for the pools' descriptors (pool.c). */
+void vgpu_fd_lock(void)
+{
+	pthread_mutex_lock(&fd_lock);
+}
+
+void vgpu_fd_unlock(void)
+{
+	pthread_mutex_unlock(&fd_lock);
+}
+
+uint64_t vgpu_fd_token(void)
+{
+	return next_token();
+}
+
+CUresult vgpu_fd_take(struct vgpu_session *s, uint64_t token, int *fd)
+{
+	return take_fd(s, token, fd);
+}
+
 /* ---- what vgpu cannot do yet ------------------------------------------------- */
 
 static CUresult map_array(void)

@@ -478,6 +478,16 @@ enum vgpu_op {
 					 * val2 the error's from node (each: id, type << 32;
 					 * 0: none) */
 
+	/* Pools shared between processes (poolipc, daemon/pool_ipc.c). */
+	VGPU_OP_POOL_EXPORT = 0x130,	/* arg0 pool id, arg1 token: the pool's descriptor
+					 * comes on the session's socket (vgpu_fd_msg) */
+	VGPU_OP_POOL_IMPORT,		/* arg0 new pool id, arg1 token of the descriptor
+					 * the program sent first, arg2 device */
+	VGPU_OP_POOL_EXPORT_PTR,	/* arg0 address; R: slot holds the 64 bytes of
+					 * CUmemPoolPtrExportData */
+	VGPU_OP_POOL_IMPORT_PTR,	/* arg0 imported pool id; P: the 64 bytes;
+					 * R: val0 address, val1 bytes mapped */
+
 	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };
 

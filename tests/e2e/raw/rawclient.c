@@ -934,6 +934,228 @@ static int vmm(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- poolipc: pools shared between processes (daemon/pool_ipc.c) --------- */
+
+/* The export data as the worker fills them (pool_ipc.c). */
+struct pool_ptr_data {
+	uint32_t magic, version;
+	uint64_t id, secret, size;
+	uint8_t zero[32];
+};
+
+struct pool_ipc_req {
+	uint32_t magic, zero;
+	uint64_t id, secret;
+};
+
+struct pool_ipc_rep {
+	uint32_t magic;
+	int32_t status;
+	uint64_t size;
+};
+
+static void send_fd_for(uint64_t token, int fd)
+{
+	struct vgpu_fd_msg m = { .magic = VGPU_FD_MSG_MAGIC, .token = token };
+
+	if (vgpu_send_fds(sock, &m, sizeof(m), &fd, 1) != (int)sizeof(m))
+		die("a descriptor cannot be sent");
+}
+
+/* The pool's own server, asked directly: the answer's status (-1: none). */
+static int ask_server(int pool_fd, const void *req, size_t len, bool with_reply, int *got_fd)
+{
+	struct pool_ipc_rep rep;
+	struct timeval tv = { 2, 0 };
+	unsigned n = 1;
+	int rp[2], fd = -1, r;
+
+	*got_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, rp))
+		die("socketpair");
+	r = vgpu_send_fds(pool_fd, req, len, with_reply ? &rp[1] : NULL, with_reply ? 1 : 0);
+	close(rp[1]);
+	if (r != (int)len) {
+		close(rp[0]);
+		return -1;	/* the server is gone */
+	}
+	setsockopt(rp[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = vgpu_recv_fds_exact(rp[0], &rep, sizeof(rep), &fd, &n);
+	close(rp[0]);
+	if (r != (int)sizeof(rep))
+		return -1;
+	*got_fd = n == 1 ? fd : -1;
+	return rep.status;
+}
+
+static int poolipc(void)
+{
+	struct pool_ptr_data d, x;
+	struct pool_ipc_req q;
+	struct vgpu_fd_msg m;
+	struct vgpu_cqe c;
+	uint64_t buf = setup(1 << 20), a, b, p;
+	unsigned n = 1;
+	int pool_fd = -1, pfd[2], fd = -1, st;
+	char big[65] = { 0 };
+
+	c = call(VGPU_OP_POOL_CREATE, 100, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0, 0, NULL,
+		 0);
+	expect(CUDA_SUCCESS, c, "a shareable pool");
+	c = call(VGPU_OP_POOL_CREATE, 101, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a plain pool");
+	c = call(VGPU_OP_MEM_ALLOC_ASYNC, 100, 4096, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "an allocation from the shareable pool");
+	a = c.val[0];
+	c = call(VGPU_OP_MEM_ALLOC_ASYNC, 100, 4096, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a second one");
+	b = c.val[0];
+
+	/* Pool exports. */
+	c = call(VGPU_OP_POOL_EXPORT, 999, 1, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of a pool that does not exist");
+	c = call(VGPU_OP_POOL_EXPORT, 0, 1, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of pool 0");
+	c = call(VGPU_OP_POOL_EXPORT, UINT64_MAX, 1, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of pool 2^64 - 1");
+	c = call(VGPU_OP_POOL_EXPORT, 101, 1, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of a pool without handle types");
+	c = call(VGPU_OP_POOL_EXPORT, 1, 1, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of the default pool");
+	c = call(VGPU_OP_POOL_EXPORT, 100, 77, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "export of the shareable pool");
+	if (vgpu_recv_fds_exact(sock, &m, sizeof(m), &pool_fd, &n) != (int)sizeof(m) || n != 1 ||
+	    m.token != 77)
+		die("the pool's descriptor did not come");
+
+	/* Pointer exports. */
+	c = call(VGPU_OP_POOL_EXPORT_PTR, a + 256, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of a pointer inside an allocation");
+	c = call(VGPU_OP_POOL_EXPORT_PTR, buf, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of cuMemAlloc'ed memory");
+	c = call(VGPU_OP_POOL_EXPORT_PTR, UINT64_MAX, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export of pointer 2^64 - 1");
+	c = call(VGPU_OP_POOL_EXPORT_PTR, a, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "export of an allocation");
+	memcpy(&d, vgpu_reply_slot(&R, 1), sizeof(d));
+	c = call(VGPU_OP_POOL_EXPORT_PTR, b, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "export of the second");
+	memcpy(&x, vgpu_reply_slot(&R, 1), sizeof(x));
+
+	/* The pool's server takes requests from anyone holding its descriptor. */
+	memset(&q, 0, sizeof(q));
+	q.magic = d.magic;
+	q.id = d.id;
+	q.secret = d.secret ^ 1;
+	check(ask_server(pool_fd, &q, sizeof(q), true, &fd) == CUDA_ERROR_INVALID_VALUE &&
+	      fd < 0, "the server refuses a wrong secret", 0);
+	q.secret = d.secret;
+	if (vgpu_send_fds(pool_fd, &q, sizeof(q), NULL, 0) != (int)sizeof(q))
+		die("the pool socket refused a request");
+	if (vgpu_send_fds(pool_fd, &q, 3, NULL, 0) != 3)
+		die("the pool socket refused a request");
+	if (pipe(pfd))
+		die("pipe");
+	if (vgpu_send_fds(pool_fd, &q, sizeof(q), &pfd[1], 1) != (int)sizeof(q))
+		die("the pool socket refused a request");
+	close(pfd[0]);
+	close(pfd[1]);
+	check(ask_server(pool_fd, &q, 5, true, &fd) == -1 && fd < 0,
+	      "the server does not answer a short request", 0);
+	st = ask_server(pool_fd, &q, sizeof(q), true, &fd);
+	check(st == 0 && fd >= 0, "the server answers the right pair with a descriptor", st);
+	if (fd >= 0)
+		close(fd);
+
+	/* Pool imports. */
+	c = call(VGPU_OP_POOL_IMPORT, 102, 55, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import with no descriptor");
+	send_fd_for(56, pool_fd);
+	c = call(VGPU_OP_POOL_IMPORT, 102, 56, 5, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import on device 5");
+	send_fd_for(57, pool_fd);
+	c = call(VGPU_OP_POOL_IMPORT, 100, 57, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import under a pool id in use");
+	send_fd_for(58, pool_fd);
+	c = call(VGPU_OP_POOL_IMPORT, 1, 58, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import under a default pool's id");
+	send_fd_for(59, pool_fd);
+	c = call(VGPU_OP_POOL_IMPORT, 1u << 30, 59, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import under id 2^30");
+	if (pipe(pfd))
+		die("pipe");
+	send_fd_for(60, pfd[0]);
+	c = call(VGPU_OP_POOL_IMPORT, 102, 60, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pool import of a pipe");
+	close(pfd[0]);
+	close(pfd[1]);
+	send_fd_for(61, pool_fd);
+	c = call(VGPU_OP_POOL_IMPORT, 102, 61, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a pool import");
+	c = call(VGPU_OP_MEM_ALLOC_ASYNC, 102, 4096, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "an allocation from the imported pool");
+
+	/* Pointer imports. */
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 101, 0, 0, 0, 0, &d, sizeof(d));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pointer import into a pool not imported");
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 100, 0, 0, 0, 0, &d, sizeof(d));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pointer import into the exporting pool");
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &d, sizeof(d) - 1);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export data one byte short");
+	memcpy(big, &d, sizeof(d));
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, big, sizeof(big));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export data one byte long");
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "no export data");
+	x = d;
+	x.magic ^= 1;
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &x, sizeof(x));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export data of another magic");
+	x = d;
+	x.secret ^= 1;
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &x, sizeof(x));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export data with a forged secret");
+	x = d;
+	x.id += 100;
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &x, sizeof(x));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "export data with a forged id");
+	x = d;
+	x.size = 1ull << 62;
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &x, sizeof(x));
+	check(!c.result && c.val[1] == d.size, "a forged size is the exporter's, not the data's",
+	      c.result);
+	p = c.val[0];
+	c = call(VGPU_OP_MEMSET, p, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset of the imported pointer");
+	c = call(VGPU_OP_MEMCPY_DTOH, a + 100, 4, 0, 0, 0, NULL, 0);
+	check(!c.result && vgpu_reply_slot(&R, 1)[3] == 0x5a, "the exporter's memory holds it",
+	      c.result);
+	c = call(VGPU_OP_MEM_FREE, p, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "the imported pointer is freed");
+	c = call(VGPU_OP_MEMSET, p, 0x5a, 1, 4096, 0, NULL, 0);
+	check(c.result != CUDA_SUCCESS, "it is gone from the window", c.result);
+	c = call(VGPU_OP_MEM_FREE_ASYNC, b, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "the second allocation is freed by its exporter");
+	c = call(VGPU_OP_POOL_EXPORT_PTR, b, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a freed allocation is not exported");
+	c = call(VGPU_OP_POOL_DESTROY, 102, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "the imported pool is destroyed");
+	c = call(VGPU_OP_POOL_IMPORT_PTR, 102, 0, 0, 0, 0, &d, sizeof(d));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "a pointer import into a destroyed pool");
+	c = call(VGPU_OP_POOL_DESTROY, 100, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "the exported pool is destroyed (its allocation lives on)");
+	st = ask_server(pool_fd, &q, sizeof(q), true, &fd);
+	check(st == -1 && fd < 0, "its server answers nothing more", st);
+	c = call(VGPU_OP_MEM_FREE_ASYNC, a, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "its allocation is freed");
+	close(pool_fd);
+	/* The worker serves on. */
+	c = call(VGPU_OP_MEMSET, buf, 0x5a, 1, 4096, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "a memset afterwards");
+	printf("poolipc: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
@@ -959,5 +1181,7 @@ int main(int argc, char **argv)
 		return libcalls();
 	if (!strcmp(argv[1], "graphs"))
 		return graphs();
+	if (!strcmp(argv[1], "poolipc"))
+		return poolipc();
 	die("usage: rawclient stuck|stall|bad|chatter|callback|tables|libcalls|graphs|streamops");
 }
