@@ -15,30 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int checks, failures;
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "pool_driver: %s: got %d\n", what, rc);
-}
-
-/* What only vgpu promises (the driver's answer is undocumented): checked
- * under vgpu only, on stderr, so stdout matches a native run's. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s %s (%d)\n", ok ? "ok  " : "FAIL", what, rc);
-}
+#include "driver_check.h"
 
 #define N 4096
 
@@ -258,7 +235,7 @@ static void bad_input(CUdevice dev, CUstream s, CUmemoryPool dp)
 		rc = cuStreamSynchronize(s);
 	expect(!rc, "a small allocation comes and goes", rc);
 	/* Undefined for the driver, which may take them: vgpu's runs only. */
-	if (getenv("VGPU_SOCKET")) {
+	if (under_vgpu()) {
 		rc = cuMemFreeAsync(a, s);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "a second free is refused", rc);
 		rc = cuMemFreeAsync((CUdeviceptr)host, s);
@@ -343,6 +320,5 @@ int main(void)
 	own_pool(dev, s, dp);
 	bad_input(dev, s, dp);
 	graph(dev, s);
-	printf("pool_driver: %s (%d checks)\n", failures ? "FAIL" : "PASS", checks);
-	return failures ? 1 : 0;
+	return checks_done("pool_driver");
 }

@@ -22,40 +22,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-static int checks, failures;
-static const char *me = "pool_ipc_driver";
-
-static void expect(bool ok, const char *what, CUresult rc)
-{
-	checks++;
-	if (ok) {
-		printf("ok   %s\n", what);
-		return;
-	}
-	failures++;
-	printf("FAIL %s\n", what);
-	fprintf(stderr, "%s: %s: got %d\n", me, what, rc);
-}
-
-/* What only vgpu promises (the driver's answer is undocumented): checked
- * under vgpu only, on stderr, so stdout matches a native run's. */
-static void expect_vgpu(bool ok, const char *what, CUresult rc)
-{
-	if (!getenv("VGPU_SOCKET"))
-		return;
-	if (!ok)
-		failures++;
-	fprintf(stderr, "%s: %s %s (%d)\n", me, ok ? "ok  " : "FAIL", what, rc);
-}
-
-#define MUST(x)									\
-	do {									\
-		CUresult rc_ = (x);						\
-		if (rc_) {							\
-			fprintf(stderr, "%s: %s: %d\n", me, #x, rc_);		\
-			exit(2);						\
-		}								\
-	} while (0)
+#include "driver_check.h"
 
 #define N 4096			/* words in each allocation */
 
@@ -125,13 +92,12 @@ static int importer(int sock)
 	int fds[2] = { -1, -1 };
 	char done = 1;
 
-	me = "pool_ipc_driver(importer)";
 	MUST(cuInit(0));
 	MUST(cuDeviceGet(&dev, 0));
 	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
 	MUST(cuCtxSetCurrent(ctx));
 	if (recv_all(sock, &h, fds, 2)) {
-		fprintf(stderr, "%s: nothing came from the exporter\n", me);
+		fprintf(stderr, "pool_ipc_driver(importer): nothing came from the exporter\n");
 		return 2;
 	}
 	rc = cuMemPoolImportFromShareableHandle(&ip, (void *)(intptr_t)fds[0],
@@ -369,7 +335,7 @@ int main(int argc, char **argv)
 		int fds[2] = { fd, fd2 };
 
 		if (pid > 0 && send_all(sv[0], &h, fds, 2))
-			fprintf(stderr, "%s: the handoff failed\n", me);
+			fprintf(stderr, "pool_ipc_driver: the handoff failed\n");
 	}
 	if (pid > 0 && read(sv[0], &done, 1) != 1)
 		done = 0;
@@ -378,7 +344,7 @@ int main(int argc, char **argv)
 	expect(pid > 0 && done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "another process imports the pool and the pointer", CUDA_SUCCESS);
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		fprintf(stderr, "%s: the importer ended with status %#x\n", me, st);
+		fprintf(stderr, "pool_ipc_driver: the importer ended with status %#x\n", st);
 	expect(holds(a, 0x22222222u), "its writes are seen here", CUDA_SUCCESS);
 	expect(holds(e, 0x44444444u), "and those to the third", CUDA_SUCCESS);
 
@@ -399,6 +365,5 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = cuMemPoolDestroy(plain);
 	expect(!rc, "the pools are destroyed", rc);
-	printf("pool_ipc_driver: %d checks, %d failed\n", checks, failures);
-	return failures ? 1 : 0;
+	return checks_done("pool_ipc_driver");
 }
