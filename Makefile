@@ -98,7 +98,7 @@ $(VGPU): $(call obj,tools/vgpu.c)
 UNIT := $(B)/tests/unit
 UNIT_BINS := $(UNIT)/test_ring $(UNIT)/test_dark_api $(UNIT)/test_backend_host \
 	$(UNIT)/test_ids $(UNIT)/test_context $(UNIT)/test_image_size $(UNIT)/test_procaddr $(UNIT)/test_vmem \
-	$(UNIT)/test_image_check $(UNIT)/test_pool
+	$(UNIT)/test_image_check $(UNIT)/test_pool $(UNIT)/test_jit_cache
 # streamops
 UNIT_BINS += $(UNIT)/test_host_streamops
 
@@ -116,6 +116,7 @@ $(UNIT)/test_context: $(call obj,tests/unit/test_context.c) \
 	$(call obj,common/log.c)
 $(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/image.o $(call obj,common/log.c)
 $(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c daemon/host_image.c common/log.c)
+$(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/jit_cache.c)
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/vmem.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
 $(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
 $(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/pool.c daemon/exec_pool.c daemon/vmem.c daemon/objects.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)

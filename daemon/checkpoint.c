@@ -94,9 +94,8 @@ static int drain(struct ckpt_run *r)
 		return fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program (in a "
 			    "host callback); not checkpointed", (unsigned long long)w->session_id);
 	if (streamops_gpu_stalled(w))
-		return fail(r, -ETIMEDOUT, "session %llu is stalled on its GPU work (a stream wait "
-			    "on a value not written); not checkpointed",
-			    (unsigned long long)w->session_id);
+		return fail(r, -ETIMEDOUT, "session %llu is stalled %s; not checkpointed",
+			    (unsigned long long)w->session_id, STREAMOPS_STALLED);
 	obj_for_each(&w->ctxs, i, e) {
 		CUresult rc = w->B.cuCtxSetCurrent(e->obj);
 
@@ -664,7 +663,9 @@ struct ckpt_job {
 	struct ckpt_parent parent;	/* incremental: opened with the order */
 };
 
-enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER };
+/* ABANDONED: the order was answered while its preparation hung in the
+ * driver (behind GPU work that never ends); the thread frees the job. */
+enum { JOB_PREPARING, JOB_READY, JOB_NO_BUFFER, JOB_ABANDONED };
 
 /* ---- the files an order brings ------------------------------------------ */
 
@@ -908,6 +909,18 @@ static uint64_t mem_available(void)
 	return kb * 1024;
 }
 
+static void job_free(struct ckpt_job *j);
+
+/* The preparation's outcome; an abandoned job is the thread's to free. */
+static void prepared(struct ckpt_job *j, int state)
+{
+	int expect = JOB_PREPARING;
+
+	if (!__atomic_compare_exchange_n(&j->state, &expect, state, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		job_free(j);
+}
+
 static void *prepare(void *arg)
 {
 	struct ckpt_job *j = arg;
@@ -918,7 +931,7 @@ static void *prepare(void *arg)
 	if (!j->cap) {		/* incremental: no buffer, the digest kernel only */
 		if (gpu_digest_prepare(&w->B, w->primary[0], why, sizeof(why)))
 			vlog_warn("session %llu: %s", (unsigned long long)w->session_id, why);
-		__atomic_store_n(&j->state, JOB_READY, __ATOMIC_RELEASE);
+		prepared(j, JOB_READY);
 		return NULL;
 	}
 	j->buf = mmap(NULL, j->cap, PROT_READ | PROT_WRITE,
@@ -933,7 +946,7 @@ static void *prepare(void *arg)
 		if (gpu_digest_prepare(&w->B, w->primary[0], why, sizeof(why)))
 			vlog_warn("session %llu: %s", (unsigned long long)w->session_id, why);
 	}
-	__atomic_store_n(&j->state, state, __ATOMIC_RELEASE);
+	prepared(j, state);
 	return NULL;
 }
 
@@ -1087,14 +1100,26 @@ void worker_checkpoint_refuse(struct worker *w, int err, const char *why)
 {
 	struct ckpt_job *j = w->ckpt_job;
 
+	uint64_t end = vgpu_now_ns() + (uint64_t)w->cfg.order_wait_ms * 1000000;
+	int expect = JOB_PREPARING;
+
 	if (!j)
 		return;
-	while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == JOB_PREPARING)
+	while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == JOB_PREPARING &&
+	       vgpu_now_ns() < end)
 		usleep(1000);
 	w->ckpt_job = NULL;
 	j->a.status = err;
 	snprintf(j->a.message, sizeof(j->a.message), "%s", why);
 	answer(w, &j->order, &j->a);
+	/* Pinning the buffer can wait on GPU work that never ends: the
+	 * session goes on (or ends) without it. */
+	if (__atomic_compare_exchange_n(&j->state, &expect, JOB_ABANDONED, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		vlog_warn("session %llu: a checkpoint buffer is still being prepared; left to "
+			  "its thread", (unsigned long long)w->session_id);
+		return;
+	}
 	job_free(j);
 }
 

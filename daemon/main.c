@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "jit_cache.h"
 #include "privdrop.h"
 #include "supervisor.h"
 #include "vgpu/ctl.h"
@@ -37,6 +38,9 @@ static void usage(FILE *f)
 "      --worker-user NAME        the user a worker serving a root program becomes\n"
 "                                (default vgpu-worker, else nobody); other programs'\n"
 "                                workers become their own user\n"
+"      --jit-cache DIR|none      the driver's cache of compiled PTX, one per user\n"
+"                                in DIR/UID (default %s when run as\n"
+"                                root, else the driver's own in $HOME/.nv)\n"
 "      --checkpoint-on-exit DIR  on SIGTERM, suspend every session to DIR (their\n"
 "                                programs wait, VGPU_RESUME_TIMEOUT s at most)\n"
 "      --restore DIR             sessions suspended in DIR come back when their\n"
@@ -53,7 +57,7 @@ static void usage(FILE *f)
 "server and serves clients over it too; otherwise over memfd only.\n"
 "\n"
 "Environment: VGPU_LOG=debug|info|warn|error, VGPU_HOST_DEVICE_MEM (host backend\n"
-"device memory, bytes).\n", VGPU_DEFAULT_SOCKET, VGPU_CTL_DEFAULT_PATH);
+"device memory, bytes).\n", VGPU_DEFAULT_SOCKET, VGPU_CTL_DEFAULT_PATH, JIT_CACHE_DEFAULT);
 }
 
 /* Probe in a child: CUDA must not be initialised in the supervisor, which
@@ -131,6 +135,7 @@ int main(int argc, char **argv)
 		{ "control-mode", required_argument, NULL, 'M' },
 		{ "admin-group", required_argument, NULL, 'A' },
 		{ "worker-user", required_argument, NULL, 'u' },
+		{ "jit-cache", required_argument, NULL, 'J' },
 		{ "checkpoint-on-exit", required_argument, NULL, 'E' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "workers", required_argument, NULL, 'w' },
@@ -155,6 +160,7 @@ int main(int argc, char **argv)
 			.staging_chunk = 8u << 20,
 			.staging_chunks = 4,
 			.host_pool_size = 64ull << 30,
+			.jit_cache = geteuid() ? NULL : JIT_CACHE_DEFAULT,
 		},
 	};
 	const char *admin_group = NULL, *worker_user = NULL;
@@ -185,6 +191,13 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			worker_user = optarg;
+			break;
+		case 'J':
+			if (optarg[0] != '/' && strcmp(optarg, "none")) {
+				fprintf(stderr, "vgpud: --jit-cache takes an absolute path or none\n");
+				return 2;
+			}
+			cfg.worker.jit_cache = optarg;
 			break;
 		case 'M':
 			cfg.control_mode = strtoul(optarg, &end, 8);

@@ -28,6 +28,7 @@
 #include "ckpt.h"
 #include "clock.h"
 #include "migrate.h"
+#include "jit_cache.h"
 #include "privdrop.h"
 #include "fdpass.h"
 #include "kmod.h"
@@ -206,7 +207,16 @@ static int become_client(const struct worker_handoff *h)
 {
 	uid_t uid = h->uid ? h->uid : sv.cfg->worker_uid;
 	gid_t gid = h->uid ? h->gid : sv.cfg->worker_gid;
-	int ret = privdrop(uid, gid);
+	int ret = jit_cache_open(sv.cfg->worker.jit_cache, h->uid, uid, gid);
+
+	if (ret == -EACCES)
+		vlog_info("session %llu: no JIT cache: root's programs are served as nobody "
+			  "(no --worker-user, no vgpu-worker user)", (unsigned long long)h->session_id);
+	else if (ret)
+		vlog_warn("session %llu: no JIT cache in %s/%u: %s; PTX is compiled at each load",
+			  (unsigned long long)h->session_id, sv.cfg->worker.jit_cache,
+			  (unsigned)h->uid, strerror(-ret));
+	ret = privdrop(uid, gid);
 
 	if (ret)
 		vlog_err("session %llu: cannot become uid %u gid %u: %s",

@@ -24,6 +24,7 @@
 #include "migrate.h"
 #include "clock.h"
 #include "fdpass.h"
+#include "jit_cache.h"
 #include "log.h"
 
 /* Where the per-session windows go: far from where Linux puts mappings. */
@@ -156,6 +157,8 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	w->sock = w->ctl = w->region_fd = w->bell_fd = w->print_pipe = -1;
 	w->kmod.fd = -1;
 	ret = capture_stdout(w);
+	if (!ret)
+		ret = jit_cache_arm(cfg->jit_cache);	/* the driver reads it at cuInit */
 	if (ret)
 		return ret;
 	ret = strcmp(backend, "host") ? vgpu_backend_cuda_open(&w->B)
@@ -575,11 +578,16 @@ static bool order_valid(const struct ckpt_order *o, ssize_t n)
 }
 
 /* What a stalled session answers to order type @type, in @buf. */
+/* @what: what the program is doing ("in a host callback", "mid copy"), or
+ * STREAMOPS_STALLED: the GPU's work, not the program, is what never ends. */
 static void stalled_message(struct worker *w, uint32_t type, const char *what, char *buf,
 			    size_t len)
 {
-	snprintf(buf, len, "session %llu is stalled waiting for its program (%s); not %s",
-		 (unsigned long long)w->session_id, what,
+	bool program = strcmp(what, STREAMOPS_STALLED);
+
+	snprintf(buf, len, "session %llu is stalled %s%s%s; not %s",
+		 (unsigned long long)w->session_id, program ? "waiting for its program (" : "",
+		 what, program ? ")" : "",
 		 type == WORDER_MIGRATE ? "moved" :
 		 type == WORDER_SUSPEND ? "suspended" : "checkpointed");
 }
@@ -626,6 +634,10 @@ static void take_order(struct worker *w, const char *stalled)
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
 	if (order_valid(o, n) && !stalled && worker_callbacks_stuck(w))
 		stalled = "in a host callback";
+	/* Before anything that may wait on the GPU (pinning a buffer, loading
+	 * the digest kernel): behind a wait nothing satisfies, it never returns. */
+	if (order_valid(o, n) && !stalled && streamops_gpu_stalled(w))
+		stalled = STREAMOPS_STALLED;
 	if (order_valid(o, n) && stalled) {
 		ckpt_order_drop_fds(w->ctl);	/* every order brings its descriptors */
 		refuse_stalled(w, o, stalled);

@@ -29,6 +29,7 @@ struct worker_config {
 	uint32_t order_wait_ms;		/* a checkpoint or move order waits this long
 					 * on a session stalled on its program, then
 					 * is refused (0: 5 s) */
+	const char *jit_cache;		/* jit_cache.h: root of the tenants' caches */
 };
 
 /* Worker -> supervisor over the worker's control socket: a readiness byte
@@ -225,6 +226,7 @@ bool worker_capturing(struct worker *w, CUstream st);
 /* exec_streamops.c: a stream wait queued on the GPU keeps the session's work
  * from completing within cfg.order_wait_ms (or the client is gone). */
 bool streamops_gpu_stalled(struct worker *w);
+#define STREAMOPS_STALLED "on its GPU work (a stream wait on a value not written)"
 
 /* waiter.c: finish a reply once GPU work is done, off the main thread. */
 int waiter_start(struct worker *w);

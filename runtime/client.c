@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "call_stats.h"
 #include "clock.h"
 #include "fdpass.h"
 #include "futex.h"
@@ -489,6 +490,8 @@ CUresult vgpu_post(struct vgpu_req *r)
 	rc = read_once(&cl.sticky);
 	if (rc)
 		return rc;
+	if (vgpu_call_stats_on())
+		vgpu_call_stats_add(r->sqe.opcode, false, 0);
 	return submit(r, 0);
 }
 
@@ -647,6 +650,7 @@ CUresult vgpu_call(struct vgpu_req *r)
 {
 	struct vgpu_session *s;
 	CUresult rc = vgpu_session(&s);
+	uint64_t t0;
 	uint32_t tag;
 
 	if (rc)
@@ -659,13 +663,17 @@ CUresult vgpu_call(struct vgpu_req *r)
 	/* Device printf output lands in our stdout during synchronizing calls:
 	 * what the program printed before must be there first, as natively. */
 	fflush(stdout);
+	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	tag = tag_get();
 	rc = submit(r, tag);
 	if (rc) {
 		tag_put(tag);
 		return rc;
 	}
-	return finish(r, tag);
+	rc = finish(r, tag);
+	if (t0)
+		vgpu_call_stats_add(r->sqe.opcode, true, vgpu_now_ns() - t0);
+	return rc;
 }
 
 CUresult vgpu_call5(uint16_t op, uint32_t ctx, uint32_t stream, uint64_t a0, uint64_t a1,
@@ -742,7 +750,7 @@ static CUresult bulk(struct vgpu_req *r, const void *src, void *dst, uint64_t le
 	struct vgpu_ring *ring = &cl.s.ring;
 	struct vgpu_session *s;
 	uint32_t n, chunk, tag;
-	uint64_t done = 0;
+	uint64_t done = 0, t0;
 	CUresult rc = vgpu_session(&s);
 
 	if (rc)
@@ -751,6 +759,7 @@ static CUresult bulk(struct vgpu_req *r, const void *src, void *dst, uint64_t le
 		return VGPU_DEAD_ERROR;
 	n = ring->staging_chunks;
 	chunk = ring->staging_chunk;
+	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	pthread_mutex_lock(&cl.bulk_lock);
 	/* The previous transfer is over: every chunk starts free. */
 	for (uint32_t c = 0; c < n; c++)
@@ -786,6 +795,8 @@ static CUresult bulk(struct vgpu_req *r, const void *src, void *dst, uint64_t le
 	}
 	rc = finish(r, tag);
 	pthread_mutex_unlock(&cl.bulk_lock);
+	if (t0)
+		vgpu_call_stats_add(r->sqe.opcode, true, vgpu_now_ns() - t0);
 	if (!rc && done != len)
 		rc = CUDA_ERROR_UNKNOWN;
 	return rc;

@@ -58,6 +58,7 @@ static CUresult module_iterate(CUcontext ctx, CUmodule mod, function_visitor vis
 		for (unsigned int i = 0; i < n; i++)
 			visit(user, fs[i], mod);
 	free(fs);
+	vlog_debug("dark API: ToolsModule[7] module %p: %u functions (%d)", (void *)mod, n, rc);
 	return rc ? rc : (CUresult)n;
 }
 

@@ -215,6 +215,11 @@ static CUresult send_image(struct module *m, struct vgpu_ctx *ctx, const void *i
 	r.sqe.arg[1] = size;
 	r.sqe.arg[2] = VGPU_IMAGE_AUTO;
 	/* arg3/arg4 (content hash) stay 0 until the worker caches images. */
+	vlog_debug("module %u: loading %llu bytes (starting %02x %02x %02x %02x)", m->m.id,
+		   (unsigned long long)size, size > 0 ? ((const uint8_t *)image)[0] : 0,
+		   size > 1 ? ((const uint8_t *)image)[1] : 0,
+		   size > 2 ? ((const uint8_t *)image)[2] : 0,
+		   size > 3 ? ((const uint8_t *)image)[3] : 0);
 	rc = vgpu_call_send(&r, image, size);
 	if (!rc)
 		__atomic_store_n(&m->m.ctx, ctx, __ATOMIC_RELEASE);
@@ -367,6 +372,7 @@ static CUresult unload(struct module *m)
 					    0, 0, 0)
 			       : CUDA_SUCCESS;	/* a library never used: never sent */
 
+	vlog_debug("module %u: unloaded (%d)", m->m.id, rc);
 	/* The worker drops the module's functions with it; the ids are free
 	 * again once it has been told (later reuse comes after in ring order). */
 	if (!rc) {
