@@ -157,10 +157,11 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	w->sock = w->ctl = w->region_fd = w->bell_fd = w->print_pipe = -1;
 	w->kmod.fd = -1;
 	ret = capture_stdout(w);
-	if (!ret)
-		ret = jit_cache_arm(cfg->jit_cache);	/* the driver reads it at cuInit */
 	if (ret)
 		return ret;
+	ret = jit_cache_arm(cfg->jit_cache);	/* the driver reads it at cuInit */
+	if (ret)
+		vlog_warn("worker: no JIT cache in %s: %s", cfg->jit_cache, strerror(-ret));
 	ret = strcmp(backend, "host") ? vgpu_backend_cuda_open(&w->B)
 				      : vgpu_backend_host_open(&w->B);
 	if (ret)

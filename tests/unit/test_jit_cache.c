@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit test for daemon/jit_cache.c: arming points the driver at descriptor
- * JIT_CACHE_FD ("none": no cache; NULL: the driver's own); opening makes
- * ROOT/UID with mode 0700 and takes the descriptor; it refuses a link, a
- * folder open to others, a root others may write, a taken descriptor, and
- * (as root) root's programs served as nobody. Exit 0 = pass.
+ * JIT_CACHE_FD, open on ROOT/.idle until the tenant is known ("none": no
+ * cache; NULL: the driver's own; a descriptor already taken: refused);
+ * opening makes ROOT/UID with mode 0700 and points the descriptor there; it
+ * refuses (closing the descriptor) a link, a folder open to others, a root
+ * others may write, and (as root) root's programs served as nobody.
+ * Exit 0 = pass.
  */
 #include "jit_cache.h"
 
@@ -21,22 +23,6 @@
 
 static char top[] = "/tmp/vgpu-jit-test.XXXXXX";
 
-static void arm(void)
-{
-	char want[32];
-
-	unsetenv("CUDA_CACHE_PATH");
-	unsetenv("CUDA_CACHE_DISABLE");
-	CHECK(jit_cache_arm(NULL) == 0 && !getenv("CUDA_CACHE_PATH") &&
-	      !getenv("CUDA_CACHE_DISABLE"), "NULL leaves the driver's default");
-	CHECK(jit_cache_arm("none") == 0 && getenv("CUDA_CACHE_DISABLE") &&
-	      !strcmp(getenv("CUDA_CACHE_DISABLE"), "1"));
-	unsetenv("CUDA_CACHE_DISABLE");
-	snprintf(want, sizeof(want), "/proc/self/fd/%d", JIT_CACHE_FD);
-	CHECK(jit_cache_arm("/var/cache/vgpu/jit") == 0 && getenv("CUDA_CACHE_PATH") &&
-	      !strcmp(getenv("CUDA_CACHE_PATH"), want));
-}
-
 /* The folder JIT_CACHE_FD names, or "" when it is not open. */
 static const char *cache_fd_path(void)
 {
@@ -50,27 +36,42 @@ static const char *cache_fd_path(void)
 	return buf;
 }
 
-static void open_cases(void)
+static void arm(const char *root)
 {
-	char root[PATH_MAX], p[PATH_MAX + 32];
+	char want[PATH_MAX + 32];
+
+	unsetenv("CUDA_CACHE_PATH");
+	unsetenv("CUDA_CACHE_DISABLE");
+	CHECK(jit_cache_arm(NULL) == 0 && !getenv("CUDA_CACHE_PATH") &&
+	      !getenv("CUDA_CACHE_DISABLE") && !*cache_fd_path(), "NULL: the driver's default");
+	CHECK(jit_cache_arm("none") == 0 && getenv("CUDA_CACHE_DISABLE") &&
+	      !strcmp(getenv("CUDA_CACHE_DISABLE"), "1") && !*cache_fd_path());
+	unsetenv("CUDA_CACHE_DISABLE");
+	snprintf(want, sizeof(want), "/proc/self/fd/%d", JIT_CACHE_FD);
+	CHECK(jit_cache_arm(root) == 0 && getenv("CUDA_CACHE_PATH") &&
+	      !strcmp(getenv("CUDA_CACHE_PATH"), want));
+	snprintf(want, sizeof(want), "%s/.idle", root);
+	CHECK(!strcmp(cache_fd_path(), want), "fd is '%s', want '%s'", cache_fd_path(), want);
+	CHECK(jit_cache_arm(root) == -EBUSY, "the descriptor is taken now");
+}
+
+static void open_cases(const char *root)
+{
+	char p[PATH_MAX + 32];
 	uid_t me = geteuid();
 	gid_t mg = getegid();
 	struct stat st;
 
-	snprintf(root, sizeof(root), "%s/a/jit", top);	/* two levels missing */
-	CHECK(jit_cache_open("none", me, me, mg) == 0 && !*cache_fd_path(), "none: nothing");
+	CHECK(jit_cache_open("none", me, me, mg) == 0 && *cache_fd_path(), "none: untouched");
 	CHECK(jit_cache_open(root, me, me, mg) == 0);
 	snprintf(p, sizeof(p), "%s/%u", root, (unsigned)me);
 	CHECK(!strcmp(cache_fd_path(), p), "fd is '%s', want '%s'", cache_fd_path(), p);
 	CHECK(!stat(p, &st) && (st.st_mode & 0777) == 0700 && st.st_uid == me);
-	CHECK(jit_cache_open(root, me, me, mg) == -EBUSY, "the descriptor is taken now");
-	close(JIT_CACHE_FD);
 	CHECK(jit_cache_open(root, me, me, mg) == 0, "an existing folder is used again");
-	close(JIT_CACHE_FD);
 
 	chmod(p, 0750);
 	CHECK(jit_cache_open(root, me, me, mg) == -EPERM, "a folder open to others");
-	CHECK(!*cache_fd_path());
+	CHECK(!*cache_fd_path(), "refused: the descriptor is closed");
 	rmdir(p);
 	if (!me)	/* the name is the client's uid; as root it is checked too */
 		snprintf(p, sizeof(p), "%s/4321", root);
@@ -93,14 +94,15 @@ static void open_cases(void)
 
 int main(void)
 {
-	char cmd[64];
+	char cmd[64], root[PATH_MAX];
 
 	if (!mkdtemp(top)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	arm();
-	open_cases();
+	snprintf(root, sizeof(root), "%s/a/jit", top);	/* two levels missing */
+	arm(root);
+	open_cases(root);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", top);
