@@ -27,13 +27,11 @@
 #include "clock.h"
 #include "fdpass.h"
 #include "futex.h"
-#include "handles.h"
 #include "log.h"
 #include "pcopy.h"
 #include "sticky.h"
 
 #define SPIN_ITERS	20000	/* ~20-50 us of polling before sleeping */
-#define SYNC_SPIN_NS	2000000	/* synchronizing calls: yield this long first */
 #define SLEEP_MS	20	/* sleepers check the worker is alive this often */
 #define SMALL_COPY	(64u << 10)
 /* /dev/vgpu sessions: the daemon's default rings; the arena holds the
@@ -577,56 +575,22 @@ static void sleep_on_cq(void)
 	write_once(r->cq_flags, 0);
 }
 
-/*
- * A synchronize waits as the driver's own does unless the context asked to
- * block (CU_CTX_SCHED_BLOCKING_SYNC): polling, yielding the CPU, for up to
- * SYNC_SPIN_NS. Sleeping at once added a wake-up on each side (~50 us) to
- * every wait on a millisecond of GPU work (a JAX step).
- */
-static bool spins_on(uint16_t op)
-{
-	struct vgpu_ctx *ctx;
-
-	if (op != VGPU_OP_STREAM_SYNCHRONIZE && op != VGPU_OP_EVENT_SYNCHRONIZE &&
-	    op != VGPU_OP_CTX_SYNCHRONIZE)
-		return false;
-	return vgpu_ctx_current(&ctx) ||
-	       (ctx->flags & CU_CTX_SCHED_MASK) != CU_CTX_SCHED_BLOCKING_SYNC;
-}
-
-/* Polls for tag's answer, reaping when nobody does; true once it is in. */
-static bool poll_tag(struct waiter *w)
-{
-	if (load_acquire(&w->state) == W_DONE)
-		return true;
-	if (!client_cq_empty(&cl.s.ring) && !pthread_mutex_trylock(&cl.reap_lock)) {
-		reap();
-		pthread_mutex_unlock(&cl.reap_lock);
-		return load_acquire(&w->state) == W_DONE;
-	}
-	return false;
-}
-
 /* True once tag's answer is in; false if the session died first. */
-static bool wait_tag(uint32_t tag, bool spin)
+static bool wait_tag(uint32_t tag)
 {
 	struct waiter *w = &cl.w[tag - 1];
 
 	/* Reap as soon as the worker posts: a pause costs up to ~140 cycles, so
 	 * reaping every few dozen of them added a microsecond to each call. */
 	for (int i = 0; i < SPIN_ITERS; i++) {
-		if (poll_tag(w))
+		if (load_acquire(&w->state) == W_DONE)
 			return true;
-		cpu_relax();
-	}
-	if (spin) {
-		uint64_t end = vgpu_now_ns() + SYNC_SPIN_NS;
-
-		while (!read_once(&cl.dead) && vgpu_now_ns() < end) {
-			if (poll_tag(w))
-				return true;
-			sched_yield();
+		if (!client_cq_empty(&cl.s.ring) && !pthread_mutex_trylock(&cl.reap_lock)) {
+			reap();
+			pthread_mutex_unlock(&cl.reap_lock);
+			continue;
 		}
+		cpu_relax();
 	}
 	for (;;) {
 		uint32_t st = load_acquire(&w->state);
@@ -661,7 +625,7 @@ static CUresult finish(struct vgpu_req *r, uint32_t tag)
 	struct waiter *w = &cl.w[tag - 1];
 	uint64_t n;
 
-	if (!wait_tag(tag, spins_on(r->sqe.opcode))) {
+	if (!wait_tag(tag)) {
 		tag_put(tag);
 		return VGPU_DEAD_ERROR;
 	}

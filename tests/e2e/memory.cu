@@ -10,6 +10,8 @@
  *                   about 5 GiB of device and 5 GiB of host memory; the host
  *                   backend: VGPU_HOST_DEVICE_MEM=8589934592)
  */
+#include <unistd.h>
+
 #include "e2e.h"
 #include "kernels.cuh"
 
@@ -102,7 +104,8 @@ static void copies(size_t size, bool pinned)
 /*
  * Free memory is device-wide: another program on the GPU (clients8 runs
  * eight at once) may allocate or free between two reads. A round that sees
- * our 256 MiB come and go is the proof; five tries before calling it wrong.
+ * our 256 MiB come and go is the proof; forty tries in a second before
+ * calling it wrong.
  */
 static bool mem_info_round(char *why, size_t len)
 {
@@ -132,9 +135,14 @@ static void mem_info(void)
 	char why[160] = "";
 	bool ok = false;
 
-	for (int i = 0; i < 5 && !ok; i++)
+	/* Programs beside this one (the GPU suite's clients8) allocate too:
+	 * a round without them comes within a second. */
+	for (int i = 0; i < 40 && !ok; i++) {
+		if (i)
+			usleep(25000);
 		ok = mem_info_round(why, sizeof(why));
-	EXPECT(ok, "%s (5 tries)", why);
+	}
+	EXPECT(ok, "%s (40 tries in 1 s)", why);
 	e2e_section("meminfo");
 }
 
