@@ -72,7 +72,9 @@ int main(int argc, char **argv)
 	reserved = attr(dp, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
 	printf("ready\n");
 	fflush(stdout);
-	for (int i = 0; i < 6000 && access(argv[1], F_OK); i++)
+	/* Five minutes at most: a checkpoint, two moves and a stop take a
+	 * minute on a loaded two-core machine. */
+	for (int i = 0; i < 30000 && access(argv[1], F_OK); i++)
 		usleep(10000);
 
 	CHECK(holds(a, 0xaaaa0001, s));
