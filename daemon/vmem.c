@@ -255,14 +255,20 @@ static CUresult map_new(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr a
 	return map_new_typed(m, dev, size, at, 0, out);
 }
 
+/* Undoes map_new_typed: the mapping, its memory and its place go. */
+static void map_undo(struct vmem *m, const struct vmem_range *r)
+{
+	m->B->cuMemUnmap(r->addr, r->size);
+	m->B->cuMemRelease(r->h);
+	hole_give(m, r->addr, r->size);
+	m->mapped -= r->size;
+}
+
 static void unmap_range(struct vmem *m, size_t i)
 {
 	struct vmem_range r = m->r[i];
 
-	m->B->cuMemUnmap(r.addr, r.size);
-	m->B->cuMemRelease(r.h);
-	hole_give(m, r.addr, r.size);
-	m->mapped -= r.size;
+	map_undo(m, &r);
 	free(r.bits);
 	free(r.req);
 	memmove(&m->r[i], &m->r[i + 1], (m->nr - i - 1) * sizeof(*m->r));
@@ -305,13 +311,24 @@ static CUresult small_chunk(struct vmem *m, CUdevice dev, uint32_t cls, CUdevice
 	if (!r) {
 		free(nr.bits);
 		free(nr.req);
-		m->B->cuMemUnmap(nr.addr, nr.size);
-		m->B->cuMemRelease(nr.h);
-		hole_give(m, nr.addr, nr.size);
-		m->mapped -= nr.size;
+		map_undo(m, &nr);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*out = r;
+	return CUDA_SUCCESS;
+}
+
+/* A large allocation just mapped (@nr) becomes @bytes in use at *out. */
+static CUresult record_large(struct vmem *m, struct vmem_range *nr, size_t bytes,
+			     CUdeviceptr *out)
+{
+	nr->user = bytes;
+	if (!range_add(m, nr)) {
+		map_undo(m, nr);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->in_use += bytes;
+	*out = nr->addr;
 	return CUDA_SUCCESS;
 }
 
@@ -324,17 +341,7 @@ static CUresult map_large(struct vmem *m, CUdevice dev, size_t bytes, CUdevicept
 
 	if (rc)
 		return rc;
-	nr.user = bytes;
-	if (!range_add(m, &nr)) {
-		m->B->cuMemUnmap(nr.addr, nr.size);
-		m->B->cuMemRelease(nr.h);
-		hole_give(m, nr.addr, nr.size);
-		m->mapped -= nr.size;
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	m->in_use += bytes;
-	*out = nr.addr;
-	return CUDA_SUCCESS;
+	return record_large(m, &nr, bytes, out);
 }
 
 CUresult vmem_alloc(struct vmem *m, CUdevice dev, size_t bytes, CUdeviceptr *out)
@@ -581,17 +588,7 @@ CUresult vmem_alloc_shareable(struct vmem *m, CUdevice dev, size_t bytes, CUdevi
 	rc = map_new_typed(m, dev, bytes, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &nr);
 	if (rc)
 		return rc;
-	nr.user = bytes;
-	if (!range_add(m, &nr)) {
-		m->B->cuMemUnmap(nr.addr, nr.size);
-		m->B->cuMemRelease(nr.h);
-		hole_give(m, nr.addr, nr.size);
-		m->mapped -= nr.size;
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	m->in_use += bytes;
-	*out = nr.addr;
-	return CUDA_SUCCESS;
+	return record_large(m, &nr, bytes, out);
 }
 
 CUresult vmem_export_fd(struct vmem *m, CUdeviceptr p, int *fd, size_t *size)
