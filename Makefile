@@ -17,16 +17,25 @@ VGPU_BUILD := $(B)
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CPPFLAGS_ALL := -D_GNU_SOURCE -I include -I common -I $(CUDA_HOME)/include
+# Sources live in folders by concern (README: "Layout"); headers are found
+# by name in their folder's tree, so a file moved between folders keeps its
+# includes.
+dirs_of = $(sort $(patsubst %/,%,$(dir $(shell find $(1) -name '*.[ch]'))))
+COMMON_INC := $(addprefix -I ,$(call dirs_of,common))
+DAEMON_INC := $(addprefix -I ,$(call dirs_of,daemon))
+RUNTIME_INC := $(addprefix -I ,$(call dirs_of,runtime))
+CPPFLAGS_ALL := -D_GNU_SOURCE -I include $(COMMON_INC) -I $(CUDA_HOME)/include
 CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
 LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 
 COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
-RUNTIME_SRCS := $(wildcard runtime/*.c)
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+RUNTIME_SRCS := $(shell find runtime -name '*.c')
+DAEMON_SRCS := $(filter-out daemon/main.c,$(shell find daemon -name '*.c'))
+# The host backend, which unit tests and fuzz harnesses link on their own.
+HOST_BACKEND_SRCS := $(wildcard daemon/backend/host/*.c)
 # Checkpoint files (include/vgpu/ckpt.h): the daemon writes them, vgpuctl reads them.
-CKPT_SRCS := common/ckpt_file.c common/ckpt_crc.c common/ckpt_io.c common/ckpt_zstd.c \
-	common/ckpt_write.c common/ckpt_read.c common/ckpt_chain.c
+CKPT_SRCS := common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_io.c common/ckpt/ckpt_zstd.c \
+	common/ckpt/ckpt_write.c common/ckpt/ckpt_read.c common/ckpt/ckpt_chain.c
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -43,11 +52,11 @@ all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) $(VGPU_CKPT) vgp
 # Objects: the runtime hides everything but the driver's entry points.
 $(B)/obj/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_ALL) -I runtime $(CFLAGS_ALL) -fvisibility=hidden -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(RUNTIME_INC) $(CFLAGS_ALL) -fvisibility=hidden -MMD -MP -c -o $@ $<
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_ALL) -I daemon -I runtime $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(DAEMON_INC) $(RUNTIME_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
 # Hidden copies of common/ for the runtime, so nothing of ours leaks into
 # the program's namespace.
@@ -73,12 +82,12 @@ $(VGPUD): $(call obj,daemon/main.c $(DAEMON_SRCS) $(COMMON_SRCS) $(CKPT_SRCS)) \
 
 # The daemon's own kernel (checkpoint content digests), shipped as PTX text
 # that the driver compiles for whatever GPU it runs on.
-$(B)/gen/gpu_digest.ptx: daemon/gpu_digest.cu
+$(B)/gen/gpu_digest.ptx: daemon/checkpoint/gpu_digest.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 -O3 -o $@ $<
 
 $(B)/gen/gpu_digest_ptx.c: $(B)/gen/gpu_digest.ptx
-	{ echo '/* Generated from daemon/gpu_digest.cu by nvcc -ptx. */'; \
+	{ echo '/* Generated from daemon/checkpoint/gpu_digest.cu by nvcc -ptx. */'; \
 	  echo 'const char vgpu_gpu_digest_ptx[] ='; \
 	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
 
@@ -107,24 +116,24 @@ unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
 
 $(UNIT)/test_ring: $(call obj,tests/unit/test_ring.c common/ring.c common/kmod.c common/log.c)
 $(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
-	$(patsubst %.c,$(B)/obj/unit-rt/%.o,$(wildcard runtime/dark_*.c)) \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,$(wildcard runtime/dark/dark_*.c)) \
 	$(call obj,common/log.c)
-$(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
-$(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/ids.o $(call obj,common/log.c)
+$(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/session/ids.o $(call obj,common/log.c)
 $(UNIT)/test_context: $(call obj,tests/unit/test_context.c) \
-	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/init.c runtime/device.c runtime/context.c runtime/ids.c) \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/session/init.c runtime/api/device.c runtime/api/context.c runtime/session/ids.c) \
 	$(call obj,common/log.c)
-$(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/image.o $(call obj,common/log.c)
-$(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c daemon/host_image.c common/log.c)
-$(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/jit_cache.c)
-$(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/vmem.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
-$(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
-$(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/pool.c daemon/exec_pool.c daemon/vmem.c daemon/objects.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
+$(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/module/image.o $(call obj,common/log.c)
+$(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c daemon/backend/host/host_image.c common/log.c)
+$(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/supervisor/jit_cache.c)
+$(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/worker/vmem.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/worker/pool.c daemon/worker/exec/exec_pool.c daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/log.c)
 
 # Runtime files built without hidden visibility for tests that call them.
 $(B)/obj/unit-rt/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_ALL) -I runtime $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(RUNTIME_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
 $(UNIT)/%:
 	@mkdir -p $(@D)
@@ -177,4 +186,4 @@ $(UNIT)/test_ckpt_fd: $(call obj,tests/unit/test_ckpt_fd.c $(CKPT_SRCS))
 # ---- the host backend's sharing of VMM memory (issue 11, vmm) ---------------
 UNIT_BINS += $(UNIT)/test_host_vmm
 unit-bins: $(UNIT)/test_host_vmm
-$(UNIT)/test_host_vmm: $(call obj,tests/unit/test_host_vmm.c $(filter daemon/backend_host.c daemon/host_%.c,$(DAEMON_SRCS)) common/log.c)
+$(UNIT)/test_host_vmm: $(call obj,tests/unit/test_host_vmm.c $(HOST_BACKEND_SRCS) common/log.c)

@@ -2,7 +2,7 @@
 /*
  * The content digest of include/vgpu/ckpt.h (VGPU_CKPT_DIGEST) in C: the
  * daemon's for pinned host memory, the host backend's kernel, and the
- * reference the GPU kernel (daemon/gpu_digest.cu) is tested against.
+ * reference the GPU kernel (daemon/checkpoint/gpu_digest.cu) is tested against.
  * Keep the three in step: the constants are the format's.
  */
 #ifndef VGPU_CONTENT_DIGEST_H

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The CUDA driver export surface of libvgpu.so: every driver symbol (weak
-# defaults, runtime/exports_gen.c) and cuGetProcAddress (runtime/procaddr.c
-# with the generated runtime/procaddr_table.h). Included by the top-level
+# defaults, runtime/exports/exports_gen.c) and cuGetProcAddress (runtime/exports/procaddr.c
+# with the generated runtime/exports/procaddr_table.h). Included by the top-level
 # Makefile; every variable can be set before the include.
 #
 #   make regen-exports    rebuild the generated files from the CUDA toolkit
@@ -16,15 +16,15 @@ PYTHON3 ?= python3
 VGPU_BUILD ?= build
 LIBVGPU ?= $(VGPU_BUILD)/libvgpu.so
 EXPORTS_CFLAGS ?= -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE \
-	-I include -I common -I runtime -I $(CUDA_HOME)/include
+	-I include $(COMMON_INC) $(RUNTIME_INC) -I $(CUDA_HOME)/include
 
 # Sources for libvgpu.so. Link them as objects, not through an archive: the
 # linker pulls no archive member to replace a weak definition. Every strong
 # definition of a driver symbol elsewhere must be VGPU_EXPORT, or the hidden
 # one wins and the symbol drops out of the export list (test-exports says so).
-EXPORTS_SRCS := runtime/exports_gen.c runtime/procaddr.c runtime/unsupported.c
-EXPORTS_GENERATED := runtime/exports_gen.c runtime/procaddr_table.h
-EXPORTS_DEPS := $(EXPORTS_GENERATED) runtime/unsupported.h runtime/driver.h
+EXPORTS_SRCS := runtime/exports/exports_gen.c runtime/exports/procaddr.c runtime/exports/unsupported.c
+EXPORTS_GENERATED := runtime/exports/exports_gen.c runtime/exports/procaddr_table.h
+EXPORTS_DEPS := $(EXPORTS_GENERATED) runtime/exports/unsupported.h runtime/session/driver.h
 
 GEN_EXPORTS = $(PYTHON3) tools/gen-exports --stub $(VGPU_CUDA_STUB) --include $(CUDA_HOME)/include
 
@@ -36,8 +36,8 @@ regen-exports:
 check-exports:
 	@tmp=$$(mktemp -d) || exit 1; \
 	$(GEN_EXPORTS) --out $$tmp >/dev/null && \
-	diff -u runtime/exports_gen.c $$tmp/runtime/exports_gen.c && \
-	diff -u runtime/procaddr_table.h $$tmp/runtime/procaddr_table.h; \
+	diff -u runtime/exports/exports_gen.c $$tmp/runtime/exports/exports_gen.c && \
+	diff -u runtime/exports/procaddr_table.h $$tmp/runtime/exports/procaddr_table.h; \
 	rc=$$?; rm -rf $$tmp; \
 	[ $$rc -eq 0 ] || echo "generated export files are stale: make regen-exports"; exit $$rc
 

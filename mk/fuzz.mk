@@ -17,7 +17,7 @@ FUZZ_OUT := $(B)/fuzz
 FUZZ_SANITIZE := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 # Not the distribution's CFLAGS: these builds are for finding bugs, not shipping.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(FUZZ_SANITIZE) \
-	-D_GNU_SOURCE -DVGPU_FUZZ -I include -I common -I daemon -I runtime -I $(CUDA_HOME)/include
+	-D_GNU_SOURCE -DVGPU_FUZZ -I include $(COMMON_INC) $(DAEMON_INC) $(RUNTIME_INC) -I $(CUDA_HOME)/include
 FUZZ_LIBS := -luring -lpthread -ldl -lm
 
 -include $(wildcard tests/fuzz/*.mk)

@@ -14,15 +14,15 @@ DESTDIR ?=
 VGPU_BUILD ?= build
 PKG_CONFIG ?= pkg-config
 TOOLS_VERSION ?= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
-TOOLS_CFLAGS ?= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I include -I common -O2 -g
+TOOLS_CFLAGS ?= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I include $(COMMON_INC) -O2 -g
 
 VGPUCTL := $(VGPU_BUILD)/bin/vgpuctl
 # vgpuctl restore opens a checkpoint's chain itself, with its caller's rights.
 VGPUCTL_SRCS := tools/vgpuctl.c $(wildcard tools/vgpuctl_*.c) tools/nl.c \
-	common/ckpt_file.c common/ckpt_crc.c common/ckpt_zstd.c common/ckpt_read.c \
-	common/ckpt_chain.c common/fdpass.c
+	common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_zstd.c common/ckpt/ckpt_read.c \
+	common/ckpt/ckpt_chain.c common/fdpass.c
 VGPUCTL_DEPS := $(VGPUCTL_SRCS) tools/vgpuctl.h tools/nl.h include/uapi/vgpu.h \
-	include/vgpu/proto.h include/vgpu/ctl.h common/ckpt.h mk/tools.mk
+	include/vgpu/proto.h include/vgpu/ctl.h common/ckpt/ckpt.h mk/tools.mk
 LIBNL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libnl-genl-3.0)
 LIBNL_LIBS = $(shell $(PKG_CONFIG) --libs libnl-genl-3.0)
 LIBNL_STATIC_LIBS = $(shell $(PKG_CONFIG) --static --libs libnl-genl-3.0)

@@ -23,7 +23,7 @@
  * not against someone who rewrites a file on purpose: a reader still
  * bounds-checks every field as hostile input.
  *
- * Writing (common/ckpt.h): the file is written under PATH.tmp.<pid>,
+ * Writing (common/ckpt/ckpt.h): the file is written under PATH.tmp.<pid>,
  * sections first (streamed, several buffers in flight), then the table,
  * then the header; fsync, rename to PATH, fsync the directory. A file
  * without a valid header is never at PATH, and a failed checkpoint leaves

@@ -478,7 +478,7 @@ enum vgpu_op {
 					 * val2 the error's from node (each: id, type << 32;
 					 * 0: none) */
 
-	/* Pools shared between processes (poolipc, daemon/pool_ipc.c). */
+	/* Pools shared between processes (poolipc, daemon/worker/pool_ipc.c). */
 	VGPU_OP_POOL_EXPORT = 0x130,	/* arg0 pool id, arg1 token: the pool's descriptor
 					 * comes on the session's socket (vgpu_fd_msg) */
 	VGPU_OP_POOL_IMPORT,		/* arg0 new pool id, arg1 token of the descriptor

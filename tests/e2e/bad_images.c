@@ -39,7 +39,7 @@ static void expect(bool ok, const char *what, CUresult rc)
 	}
 }
 
-/* The kernel the host backend implements too (daemon/host_kernels.c). */
+/* The kernel the host backend implements too (daemon/backend/host/host_kernels.c). */
 static const char ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n"
 	".visible .entry vgpu_poke_u32(.param .u64 p, .param .u32 v)\n{\n"

@@ -78,7 +78,7 @@ static inline void expect_vgpu(bool ok, const char *what, CUresult rc)
 	} while (0)
 
 /* PTX of vgpu_poke_u32(p, v), *p = v: a kernel the host backend implements
- * too (daemon/host_kernels.c). */
+ * too (daemon/backend/host/host_kernels.c). */
 #define POKE_U32_PTX								\
 	".version 8.0\n.target sm_90\n.address_size 64\n"			\
 	".visible .entry vgpu_poke_u32(.param .u64 p, .param .u32 v)\n{\n"	\

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The kernels end-to-end test programs launch. The host backend carries a C
- * implementation of each one (daemon/host_kernels.c), found by the same
+ * implementation of each one (daemon/backend/host/host_kernels.c), found by the same
  * unmangled name, with the same parameter layout and the same semantics:
  * change one side, change the other.
  *

@@ -16,7 +16,7 @@
 
 #include "driver_check.h"
 
-/* A name the host backend knows (daemon/host_kernels.c), with its
+/* A name the host backend knows (daemon/backend/host/host_kernels.c), with its
  * parameters, so that the lookup succeeds there too. */
 #define KERNEL "vgpu_poke_u32"
 static const char ptx[] =

@@ -37,7 +37,7 @@
 
 #include "driver_check.h"
 
-/* A kernel the host backend knows by name (daemon/host_kernels.c) and
+/* A kernel the host backend knows by name (daemon/backend/host/host_kernels.c) and
  * the real driver compiles: p[i] = v for i < n. */
 static const char ptx[] =
 	".version 8.0\n.target sm_52\n.address_size 64\n"

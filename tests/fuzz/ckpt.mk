@@ -1,1 +1,1 @@
-FUZZ_SRCS_ckpt := common/ckpt_file.c common/ckpt_crc.c common/ckpt_zstd.c common/ckpt_read.c common/ckpt_chain.c
+FUZZ_SRCS_ckpt := common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_zstd.c common/ckpt/ckpt_read.c common/ckpt/ckpt_chain.c

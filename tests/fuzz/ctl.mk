@@ -1,1 +1,1 @@
-FUZZ_SRCS_ctl := daemon/ctl_request.c
+FUZZ_SRCS_ctl := daemon/supervisor/ctl_request.c

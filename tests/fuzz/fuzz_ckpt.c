@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness for the checkpoint reader (common/ckpt_read.c,
+ * libFuzzer harness for the checkpoint reader (common/ckpt/ckpt_read.c,
  * ckpt_chain.c): the input becomes one or two checkpoint files (memfds)
  * read as the daemon reads a caller's descriptors.
  *

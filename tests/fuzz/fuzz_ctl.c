@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: the control request parser (daemon/ctl_request.c),
+ * libFuzzer harness: the control request parser (daemon/supervisor/ctl_request.c),
  * as the supervisor calls it on what came off the control socket.
  *
  * Input: byte 0, the number of descriptors that came with the message

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzzes module images as MODULE_LOAD hands them to the worker
- * (daemon/exec_module.c): vgpu_image_check() on exactly the bytes received
+ * (daemon/worker/exec/exec_module.c): vgpu_image_check() on exactly the bytes received
  * (what guards the cuda backend's driver), the host backend's reader bounded
  * by that length (host_image_parse_len()), and, for an image the check
  * passes, the host backend's cuModuleLoadData on a copy with the worker's

@@ -1,1 +1,1 @@
-FUZZ_SRCS_image := daemon/backend_host.c $(filter daemon/host_%.c,$(wildcard daemon/*.c))
+FUZZ_SRCS_image := $(HOST_BACKEND_SRCS)

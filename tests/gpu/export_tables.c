@@ -24,7 +24,7 @@ struct known_table {
 	const char *name;
 	unsigned char id[16];	/* raw bytes, as cuGetExportTable compares them */
 	int size_word;		/* slot 0 is the table's size in bytes */
-	int refused;		/* vgpu refuses it on purpose (runtime/dark_api.c
+	int refused;		/* vgpu refuses it on purpose (runtime/dark/dark_api.c
 				 * says why): not printed, checked under vgpu */
 };
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * cuGetProcAddress conformance: our runtime/procaddr.c against the real
+ * cuGetProcAddress conformance: our runtime/exports/procaddr.c against the real
  * driver, on the GPU machine. Build and run from the repository root:
  *
  *   gcc -std=gnu11 -O1 -D_GNU_SOURCE -I include -I common -I runtime \
- *       -I /usr/local/cuda/include tests/gpu/procaddr_probe.c runtime/procaddr.c \
- *       runtime/exports_gen.c runtime/unsupported.c common/log.c -ldl -lpthread \
+ *       -I /usr/local/cuda/include tests/gpu/procaddr_probe.c runtime/exports/procaddr.c \
+ *       runtime/exports/exports_gen.c runtime/exports/unsupported.c common/log.c -ldl -lpthread \
  *       -o /tmp/procaddr_probe && /tmp/procaddr_probe [MISMATCH_FILE]
  *
  * Our cuGetProcAddress is linked in (not exported: the executable has no

@@ -8,7 +8,7 @@
  *
  * Build: gcc -std=gnu11 -O2 -D_GNU_SOURCE -I include -I common -I daemon
  *        -I /usr/local/cuda/include tests/unit/test_backend_host.c
- *        daemon/backend_host.c daemon/host_*.c common/log.c -lpthread -lm
+ *        daemon/backend/host/backend_host.c daemon/host_*.c common/log.c -lpthread -lm
  */
 #include <dlfcn.h>
 #include <errno.h>

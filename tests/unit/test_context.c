@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for runtime/init.c, device.c and context.c without a daemon:
+ * Unit test for runtime/session/init.c, device.c and context.c without a daemon:
  * the session and the ring calls are faked below by a small model of the
- * worker's context table (daemon/exec_ctx.c). Exit 0 = pass.
+ * worker's context table (daemon/worker/exec/exec_ctx.c). Exit 0 = pass.
  *
  * Build (from the repo root):
  *   gcc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -I include \
  *     -I common -I runtime -I /usr/local/cuda/include \
- *     tests/unit/test_context.c runtime/init.c runtime/device.c \
- *     runtime/context.c runtime/ids.c common/log.c -lpthread -o test_context
+ *     tests/unit/test_context.c runtime/session/init.c runtime/api/device.c \
+ *     runtime/api/context.c runtime/session/ids.c common/log.c -lpthread -o test_context
  */
 #include "client.h"
 #include "dark_api.h"

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for the dark API (runtime/dark_api.c, dark_cls.c,
+ * Unit test for the dark API (runtime/dark/dark_api.c, dark_cls.c,
  * dark_integrity.c), without a daemon: the few driver entry points the
  * tables call are faked below. Exit 0 = pass, 1 = fail.
  *
  * Build (from the repo root):
  *   gcc -std=gnu11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -I include \
  *     -I common -I runtime -I /usr/local/cuda/include \
- *     tests/unit/test_dark_api.c runtime/dark_api.c runtime/dark_cls.c \
- *     runtime/dark_integrity.c common/log.c -lpthread -o test_dark_api
+ *     tests/unit/test_dark_api.c runtime/dark/dark_api.c runtime/dark/dark_cls.c \
+ *     runtime/dark/dark_integrity.c common/log.c -lpthread -o test_dark_api
  */
 #include "dark_api.h"
 #include "log.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host backend's stream attributes, stream write/wait value, batches,
- * context events and prefetch (daemon/host_streamops.c), driven through
+ * context events and prefetch (daemon/backend/host/host_streamops.c), driven through
  * struct vgpu_backend as the worker drives it: every check the driver
  * makes, the wait conditions (the cyclic >=, 64-bit NOR), and the wait
  * hook (a word written meanwhile ends the wait; a hook that gives up fails

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for runtime/ids.c: handle ids are never 0, unique among live
+ * Unit test for runtime/session/ids.c: handle ids are never 0, unique among live
  * ids of a kind, reused after free (lowest first), context ids never
  * collide with the primary contexts' 1..VGPU_MAX_DEVICES, and all of it
  * holds under 8 threads allocating and freeing at once. Exit 0 = pass.
@@ -8,7 +8,7 @@
  * Build (from the repo root):
  *   gcc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -I include \
  *     -I common -I runtime -I /usr/local/cuda/include \
- *     tests/unit/test_ids.c runtime/ids.c common/log.c -lpthread -o test_ids
+ *     tests/unit/test_ids.c runtime/session/ids.c common/log.c -lpthread -o test_ids
  */
 #include "handles.h"
 #include "log.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for the worker's reading of module images (daemon/host_image.c):
+ * Unit test for the worker's reading of module images (daemon/backend/host/host_image.c):
  * vgpu_image_check(), which both backends rely on before a driver sees an
  * image, and host_image_parse_len(), the host backend's reader. Images come
  * from a tenant: nothing may be read past the bytes received, and a fatbinC

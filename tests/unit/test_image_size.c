@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for vgpu_image_size() (runtime/image.c): fatbinC wrappers,
+ * Unit test for vgpu_image_size() (runtime/module/image.c): fatbinC wrappers,
  * bare fatbins, ELF64 cubins (synthetic, and this very executable), PTX
  * text, and garbage. Exit 0 = pass, 1 = fail.
  *
  * Build (from the repo root):
  *   gcc -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I include -I common \
- *     -I runtime tests/unit/test_image_size.c runtime/image.c -o test_image_size
+ *     -I runtime tests/unit/test_image_size.c runtime/module/image.c -o test_image_size
  */
 #include <elf.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for daemon/jit_cache.c: arming points the driver at descriptor
+ * Unit test for daemon/supervisor/jit_cache.c: arming points the driver at descriptor
  * JIT_CACHE_FD, open on ROOT/.idle until the tenant is known ("none": no
  * cache; NULL: the driver's own; a descriptor already taken: refused);
  * opening makes ROOT/UID with mode 0700 and points the descriptor there; it

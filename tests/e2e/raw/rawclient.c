@@ -934,7 +934,7 @@ static int vmm(void)
 	return failures ? 1 : 0;
 }
 
-/* ---- poolipc: pools shared between processes (daemon/pool_ipc.c) --------- */
+/* ---- poolipc: pools shared between processes (daemon/worker/pool_ipc.c) --------- */
 
 /* The export data as the worker fills them (pool_ipc.c). */
 struct pool_ptr_data {

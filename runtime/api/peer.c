@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Peer access between contexts. vgpu offers none (runtime/device.c:
+ * Peer access between contexts. vgpu offers none (runtime/api/device.c:
  * cuDeviceCanAccessPeer answers 0 for every pair, a device never being its
  * own peer), so enabling it fails the way the driver (580) fails a pair
  * that cannot access each other, a context of the same device included,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* An incremental checkpoint with the parents it refers to (common/ckpt.h). */
+/* An incremental checkpoint with the parents it refers to (common/ckpt/ckpt.h). */
 #include "ckpt.h"
 
 #include <errno.h>

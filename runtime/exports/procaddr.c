@@ -39,7 +39,7 @@
 #include "unsupported.h"
 
 #if VGPU_PROCADDR_CUDA_VERSION != CUDA_VERSION
-#error "runtime/procaddr_table.h was made from other CUDA headers: make regen-exports"
+#error "runtime/exports/procaddr_table.h was made from other CUDA headers: make regen-exports"
 #endif
 
 static int entry_cmp(const void *key, const void *elem)

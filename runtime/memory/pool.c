@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Stream-ordered allocation and memory pools. The pools live in the
- * worker (daemon/pool.c); here are their handles, each device's current
+ * worker (daemon/worker/pool.c); here are their handles, each device's current
  * pool, and which pool each live allocation came from, so that frees of
  * unknown pointers and pointer queries are answered without a round trip.
  * cuMemAllocAsync waits for its address; cuMemFreeAsync is posted.
@@ -637,7 +637,7 @@ VGPU_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
 
 /*
  * Pools made with POSIX descriptor handle types are shared between
- * processes; the worker (daemon/pool_ipc.c) holds the truth: the pool's
+ * processes; the worker (daemon/worker/pool_ipc.c) holds the truth: the pool's
  * descriptor is a socket its exporter's worker serves, a pointer's export
  * data name one exported block of it, and an imported pointer is memory
  * mapped at a place of this session's window.

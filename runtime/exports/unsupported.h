@@ -2,7 +2,7 @@
 /*
  * The default behaviour of every CUDA driver entry point vgpu does not
  * implement, and the list of all entry points (both in the generated
- * runtime/exports_gen.c). Usable with or without cuda.h.
+ * runtime/exports/exports_gen.c). Usable with or without cuda.h.
  */
 #ifndef VGPU_RUNTIME_UNSUPPORTED_H
 #define VGPU_RUNTIME_UNSUPPORTED_H

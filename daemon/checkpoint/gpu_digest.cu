@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The content digest of include/vgpu/ckpt.h on the GPU, built to PTX and
- * shipped inside vgpud (daemon/gpu_digest.c loads it). One block per
+ * shipped inside vgpud (daemon/checkpoint/gpu_digest.c loads it). One block per
  * tile (a piece of an allocation, 16-byte aligned); each thread sums its
  * 16-byte words, the block adds the threads' sums, and thread 0 stores the
  * tile's (a, b) in out[2t], out[2t + 1] (host memory, mapped: no atomics).
- * The host backend runs the same kernel name in C (daemon/host_kernels.c).
+ * The host backend runs the same kernel name in C (daemon/backend/host/host_kernels.c).
  */
 struct digest_tile {
 	unsigned long long addr;	/* device address, 16-byte aligned */

@@ -158,7 +158,7 @@ static CUresult big_param(const struct host_launch *l)
 	return CUDA_SUCCESS;
 }
 
-/* daemon/gpu_digest.cu: a digest of each tile of memory (32-byte records). */
+/* daemon/checkpoint/gpu_digest.cu: a digest of each tile of memory (32-byte records). */
 static CUresult content_digest(const struct host_launch *l)
 {
 	const uint64_t *tiles = arg_ptr(l, 0);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The client side of the worker's table operations (daemon/exec_tables.c)
+ * The client side of the worker's table operations (daemon/worker/exec/exec_tables.c)
  * that are not about modules: the TPC mapping behind ClusterPrototype[4],
  * and vgpuDriverExportTableInfo, vgpu's own export for test programs.
  */

@@ -2,7 +2,7 @@
 /*
  * cuInit, cuDriverGetVersion and the error-code tables.
  *
- * cuInit connects the session (runtime/client.c); until it has succeeded
+ * cuInit connects the session (runtime/session/client.c); until it has succeeded
  * every other entry point answers CUDA_ERROR_NOT_INITIALIZED through
  * vgpu_initialized(). cuGetErrorName/String answer locally from a complete
  * table of the CUresult codes of cuda.h 13.0, with CUDA's own description

@@ -7,7 +7,7 @@
  * its legacy-stream variants vgpu_procaddr_variants[first .. first+nlegacy)
  * and then its per-thread-stream (_ptds/_ptsz) variants [.. +npt), each run
  * ascending by the CUDA version that introduced it; sym indexes vgpu_exports[]
- * (runtime/exports_gen.c).
+ * (runtime/exports/exports_gen.c).
  */
 #ifndef VGPU_PROCADDR_TABLE_H
 #define VGPU_PROCADDR_TABLE_H

@@ -4,7 +4,7 @@
  * brings kernels by name; a name listed here runs the C function below
  * over the whole grid; any other name loads but fails to launch with
  * CUDA_ERROR_NOT_SUPPORTED. tests/e2e/kernels.cuh is the CUDA side of every
- * entry (daemon/gpu_digest.cu of vgpu_content_digest, the daemon's own):
+ * entry (daemon/checkpoint/gpu_digest.cu of vgpu_content_digest, the daemon's own):
  * same extern "C" name, same parameter layout, same semantics.
  *
  * A kernel reads its parameters from the packed buffer at the offsets
