@@ -3,7 +3,9 @@
  * A backend is a CUDA driver: the worker calls the same entry points with
  * the same signatures whether they reach the real libcuda.so.1 (cuda) or
  * the emulation in host memory (host). One list names them all; each
- * backend fills every slot, so the worker never checks for NULL.
+ * backend fills every slot, so the worker never checks for NULL. The
+ * generated calls' slots (backend_gen.h) are filled with what the backend
+ * has, else with a NOT_SUPPORTED answer.
  */
 #ifndef VGPU_BACKEND_H
 #define VGPU_BACKEND_H
@@ -136,12 +138,17 @@
 	X(cuStreamBeginCaptureToGraph) \
 	X(cuGraphExecUpdate_v2)
 
+#include "backend_gen.h"
+
 #define VGPU_BACKEND_SLOT(fn) __typeof__(fn) *fn;
 
 struct vgpu_backend {
 	const char *name;
 	uint32_t kind;			/* VGPU_BACKEND_* from vgpu/proto.h */
 	VGPU_BACKEND_FUNCS(VGPU_BACKEND_SLOT)
+VGPU_GEN_SLOTS_BEGIN
+	VGPU_BACKEND_GEN_FUNCS(VGPU_BACKEND_SLOT)	/* optional (backend_gen.h) */
+VGPU_GEN_SLOTS_END
 };
 
 /* Fill *b; returns 0 or -errno with a logged reason. */

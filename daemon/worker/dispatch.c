@@ -44,6 +44,7 @@ void dispatch_init(void)
 	add(exec_pool_ops);
 	add(exec_vmm_ops);
 	add(exec_pool_ipc_ops);
+	add(exec_gen_ops);
 }
 
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id)

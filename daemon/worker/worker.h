@@ -140,6 +140,8 @@ extern const struct op_desc exec_graph_node_ops[];
 void graph_nodes_forget(uint32_t graph);
 extern const struct op_desc exec_streamops_ops[];
 extern const struct op_desc exec_pool_ops[];
+/* exec_gen.c: the generated calls (include/vgpu/calls.def). */
+extern const struct op_desc exec_gen_ops[];
 
 /* exec_bulk.c: receive @total bytes of a client's bulk transfer into @dst
  * (worker memory). Returns 0, or -EPIPE when the client went away. */

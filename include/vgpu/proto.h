@@ -122,6 +122,8 @@
 
 #include <stdint.h>
 
+#include "vgpu/calls_gen.h"
+
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
 #define VGPU_PROTO_VERSION	6u
 
@@ -487,6 +489,13 @@ enum vgpu_op {
 					 * CUmemPoolPtrExportData */
 	VGPU_OP_POOL_IMPORT_PTR,	/* arg0 imported pool id; P: the 64 bytes;
 					 * R: val0 address, val1 bytes mapped */
+
+	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
+	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
+	VGPU_OP_GEN_BASE = 0x200,
+#define VGPU_GEN_OPCODE(op) VGPU_OP_##op,
+	VGPU_GEN_OPCODES(VGPU_GEN_OPCODE)
+#undef VGPU_GEN_OPCODE
 
 	VGPU_OP_MAX			/* past every opcode: blocks ascend */
 };

@@ -48,5 +48,14 @@ int vgpu_backend_cuda_open(struct vgpu_backend *b)
 	}
 	VGPU_BACKEND_FUNCS(LOAD)
 #undef LOAD
+	/* A driver older than the headers may lack a generated call. */
+#define LOAD_GEN(fn)							\
+	b->fn = (__typeof__(fn) *)dlsym(h, #fn);			\
+	if (!b->fn)							\
+		b->fn = backend_missing_##fn;
+VGPU_GEN_SLOTS_BEGIN
+	VGPU_BACKEND_GEN_FUNCS(LOAD_GEN)
+VGPU_GEN_SLOTS_END
+#undef LOAD_GEN
 	return 0;
 }

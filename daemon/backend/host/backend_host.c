@@ -908,6 +908,9 @@ int vgpu_backend_host_open(struct vgpu_backend *b)
 	b->kind = VGPU_BACKEND_HOST;
 #define FILL(fn) b->fn = host_##fn;
 	VGPU_BACKEND_FUNCS(FILL)
+VGPU_GEN_SLOTS_BEGIN
+	VGPU_BACKEND_GEN_FUNCS(FILL)	/* weak: backend_missing_NAME unless emulated */
+VGPU_GEN_SLOTS_END
 #undef FILL
 	return 0;
 }

@@ -127,6 +127,9 @@ extern struct host_state host;
 /* Implementations, named host_<cuda name>, typed as cuda.h declares them. */
 #define HOST_DECLARE(fn) extern __typeof__(fn) host_##fn;
 VGPU_BACKEND_FUNCS(HOST_DECLARE)
+VGPU_GEN_SLOTS_BEGIN
+VGPU_BACKEND_GEN_FUNCS(HOST_DECLARE)
+VGPU_GEN_SLOTS_END
 #undef HOST_DECLARE
 
 /* backend_host.c */

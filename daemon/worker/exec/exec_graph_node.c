@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "exec_forward.h"
 #include "worker.h"
 
 static struct obj_table nodes;	/* id -> CUgraphNode, aux: its graph's id */
@@ -81,6 +82,13 @@ static enum op_status op_nodes(struct worker *w, struct op_call *call)
 	call->cqe->val[0] = rc ? 0 : n;
 	call->cqe->val[2] = rc ? 0 : n * sizeof(*out);
 	return OP_DONE;
+}
+
+CUgraphNode graph_node_obj(struct worker *w, uint32_t id)
+{
+	struct obj_entry *e = nodes.kind && id && id < OBJ_MAX_ID ? obj_get(&nodes, id) : NULL;
+
+	return e && obj_get(&w->graphs, (uint32_t)e->aux) ? e->obj : NULL;
 }
 
 /* A kernel node of a live graph. */

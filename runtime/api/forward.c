@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/* Handles to ids and one request, for the generated entry points (forward.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "graph.h"
+
+static void take_ctx(struct vgpu_fwd *f, struct vgpu_ctx *c)
+{
+	if (!f->ctx)
+		f->ctx = c;
+}
+
+CUresult vgpu_fwd_ctx(struct vgpu_fwd *f, CUcontext h, uint32_t *id)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_ctx_resolve(h, &c);
+
+	if (rc)
+		return rc;
+	take_ctx(f, c);
+	*id = c->id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_stream(struct vgpu_fwd *f, CUstream h, uint32_t *id)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_stream_resolve(h, f->ptds, &c, id);
+
+	if (rc)
+		return rc;
+	take_ctx(f, c);
+	f->stream = *id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_event(struct vgpu_fwd *f, CUevent h, uint32_t *id)
+{
+	struct vgpu_event *e;
+	CUresult rc = vgpu_event_resolve(h, &e);
+
+	if (rc)
+		return rc;
+	take_ctx(f, e->ctx);
+	*id = e->id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
+{
+	struct vgpu_func *fn;
+	CUresult rc = vgpu_func_resolve((CUfunction)h, &fn);
+
+	if (rc)
+		return rc;
+	take_ctx(f, fn->mod->ctx);
+	*id = fn->id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_graph(struct vgpu_fwd *f, CUgraph h, uint32_t *id)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_graph_lookup(h, &c, id);
+
+	if (!rc)
+		take_ctx(f, c);
+	return rc;
+}
+
+CUresult vgpu_fwd_exec(struct vgpu_fwd *f, CUgraphExec h, uint32_t *id)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_graph_exec_lookup(h, &c, id);
+
+	if (!rc)
+		take_ctx(f, c);
+	return rc;
+}
+
+CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id)
+{
+	struct vgpu_ctx *c;
+	CUgraphNodeType type;
+	CUgraph g;
+	CUresult rc = vgpu_graph_node_lookup(h, &g, id, &type, &c);
+
+	if (!rc)
+		take_ctx(f, c);
+	return rc;
+}
+
+CUresult vgpu_fwd_dev(CUdevice d, int32_t *out)
+{
+	if (d < 0 || d >= vgpu_device_count())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = d;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_ctx_default(struct vgpu_fwd *f)
+{
+	return f->ctx ? CUDA_SUCCESS : vgpu_ctx_current(&f->ctx);
+}
+
+CUresult vgpu_fwd_call(const struct vgpu_fwd *f, const void *args, size_t args_len,
+		       const void *extra, size_t extra_len, void *res, size_t res_len,
+		       void *res_extra, size_t res_extra_len)
+{
+	struct vgpu_req r = { .sqe = { .opcode = f->op, .ctx = f->ctx ? f->ctx->id : 0,
+				       .stream = f->stream } };
+	uint8_t small[512], *in = NULL, *out = NULL, *heap = NULL;
+	size_t in_len = args_len + extra_len, out_len = res_len + res_extra_len;
+	CUresult rc;
+
+	if (f->ptds)
+		r.sqe.flags |= VGPU_SQE_PTDS;
+	if (!extra_len && args_len <= sizeof(r.sqe.arg)) {
+		memcpy(r.sqe.arg, args, args_len);
+	} else {
+		if (in_len > vgpu_payload_max())
+			return CUDA_ERROR_INVALID_VALUE;	/* more than one entry carries */
+		in = in_len <= sizeof(small) ? small : (heap = malloc(in_len));
+		if (!in)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		memcpy(in, args, args_len);
+		if (extra_len)
+			memcpy(in + args_len, extra, extra_len);
+		r.payload = in;
+		r.payload_len = (uint32_t)in_len;
+	}
+	if (!f->sync) {
+		rc = vgpu_post(&r);
+		free(heap);
+		return rc;
+	}
+	if (out_len > VGPU_GEN_RES_INLINE || res_extra_len) {
+		if (in == small || out_len > sizeof(small)) {
+			out = malloc(out_len);
+			if (!out) {
+				free(heap);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+		} else {
+			out = small;
+		}
+		r.reply = out;
+		r.reply_cap = (uint32_t)out_len;
+	}
+	rc = vgpu_call(&r);
+	if (!rc && res_len) {
+		if (!out)
+			memcpy(res, r.cqe.val, res_len);
+		else if (r.cqe.val[2] < res_len)
+			rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered less */
+		else
+			memcpy(res, out, res_len);
+		if (!rc && res_extra_len)
+			memcpy(res_extra, out + res_len, r.cqe.val[2] - res_len);
+	}
+	if (out != small)
+		free(out);
+	free(heap);
+	return rc;
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/* The worker's side of the round-trip test, and the test's driver. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "exec_forward.h"
+#include "fwd_test.h"
+#include "log.h"
+
+static struct worker w;
+static struct obj_table *tables[FWD_KINDS];
+static struct obj_table nodes;
+static char objs[FWD_KINDS][9];		/* the "real" objects: their addresses */
+static const char *current;
+static int failed;
+int fwd_test_reached;
+
+void *fwd_test_obj(enum fwd_kind kind, int seed)
+{
+	return &objs[kind][seed];
+}
+
+int worker_addr_ok(struct worker *wk, uint64_t p, uint64_t len)
+{
+	(void)wk;
+	(void)len;
+	return p != 0xdeadull;	/* the one address the test calls foreign */
+}
+
+CUgraphNode graph_node_obj(struct worker *wk, uint32_t id)
+{
+	struct obj_entry *e = obj_get(&nodes, id);
+
+	(void)wk;
+	return e ? e->obj : NULL;
+}
+
+void fwd_test_worker_init(void)
+{
+	tables[FWD_CTX] = &w.ctxs;
+	tables[FWD_STREAM] = &w.streams;
+	tables[FWD_EVENT] = &w.events;
+	tables[FWD_FUNC] = &w.funcs;
+	tables[FWD_GRAPH] = &w.graphs;
+	tables[FWD_EXEC] = &w.graph_execs;
+	tables[FWD_NODE] = &nodes;
+	for (int k = 0; k < FWD_KINDS; k++) {
+		obj_table_init(tables[k], "test");
+		for (int s = 1; s < 9; s++)
+			if (obj_insert(tables[k], (uint32_t)s, fwd_test_obj(k, s), 0, NULL))
+				abort();
+	}
+	w.device_count = 2;
+	w.devices[0] = 0;
+	w.devices[1] = fwd_test_device;
+	w.ring.reply_slot_size = 64u << 10;
+}
+
+struct vgpu_backend *fwd_test_backend(void)
+{
+	return &w.B;
+}
+
+void fwd_test_worker_run(const struct vgpu_sqe *sqe, const void *payload, unsigned int len,
+			 struct vgpu_cqe *cqe, void *reply, unsigned int reply_cap)
+{
+	const struct op_desc *d;
+	struct op_call call = { .sqe = sqe, .payload = payload, .len = len, .cqe = cqe,
+				.reply = reply };
+
+	(void)reply_cap;
+	for (d = exec_gen_ops; d->fn && d->opcode != sqe->opcode; d++)
+		;
+	if (!d->fn) {
+		fwd_test_fail("the opcode has a handler", __LINE__);
+		return;
+	}
+	if ((d->flags & OPF_SYNC_ONLY) && !sqe->tag) {
+		fwd_test_fail("a call with an answer is sent synchronously", __LINE__);
+		return;
+	}
+	cqe->tag = sqe->tag;
+	if (d->fn(&w, &call) != OP_DONE)
+		fwd_test_fail("the handler answers at once", __LINE__);
+}
+
+void fwd_test_fill(void *p, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		((unsigned char *)p)[i] = (unsigned char)(seed * 37 + i * 11 + 1);
+}
+
+bool fwd_test_same(const void *p, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((const unsigned char *)p)[i] != (unsigned char)(seed * 37 + i * 11 + 1))
+			return false;
+	return true;
+}
+
+void fwd_test_fail(const char *what, int line)
+{
+	failed++;
+	printf("FAIL %s: line %d: %s\n", current ? current : "?", line, what);
+}
+
+int fwd_test_run(const struct fwd_test_case *cases, size_t n)
+{
+	struct fwd_test_env env = { fwd_test_backend() };
+	int bad = 0;
+
+	fwd_test_worker_init();
+	for (size_t i = 0; i < n; i++) {
+		int before = failed;
+
+		current = cases[i].name;
+		cases[i].run(&env);
+		if (failed != before)
+			bad++;
+	}
+	printf("%zu generated calls, %d failed\n", n, bad);
+	return bad ? 1 : 0;
+}
