@@ -94,7 +94,7 @@ struct vgpu_module {
 	bool is_library;
 };
 
-/* module.c: CUfunction and CUkernel are both this (cudart passes a
+/* function.c: CUfunction and CUkernel are both this (cudart passes a
  * CUkernel where a CUfunction is expected). */
 struct vgpu_func {
 	uint32_t magic;

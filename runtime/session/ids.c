@@ -8,7 +8,7 @@
  * the protocol reserves for "none" (legacy stream, no context).
  *
  * Context ids 1..VGPU_MAX_DEVICES belong to the primary contexts
- * (id = device + 1, context.c); vgpu_id_alloc(VGPU_K_CTX) never returns
+ * (id = device + 1, primary_ctx.c); vgpu_id_alloc(VGPU_K_CTX) never returns
  * them and vgpu_id_free ignores them.
  *
  * One bitmap per kind, grown on demand, one mutex per kind. Allocation

@@ -43,11 +43,12 @@ VGPU_HIDDEN int vgpu_device_count(void);
 
 struct vgpu_ctx;
 /*
- * context.c: the identity of one context *instance*, unique for the life of
- * the process and never 0 (what cuCtxGetId answers). Context objects and
- * ids are both recycled, so a destroyed context and a new one can share the
- * address and the id; compare this instead. A primary context gets a new
- * one each time it becomes active again after a release to zero or a reset.
+ * primary_ctx.c: the identity of one context *instance*, unique for the
+ * life of the process and never 0 (what cuCtxGetId answers). Context
+ * objects and ids are both recycled, so a destroyed context and a new one
+ * can share the address and the id; compare this instead. A primary
+ * context gets a new one each time it becomes active again after a release
+ * to zero or a reset.
  */
 VGPU_HIDDEN uint64_t vgpu_ctx_uid(struct vgpu_ctx *c);
 

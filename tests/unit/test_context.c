@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test for runtime/session/init.c, device.c and context.c without a daemon:
+ * Unit test for runtime/session/init.c, device.c and the contexts (context.c,
+ * primary_ctx.c, ctx_config.c) without a daemon:
  * the session and the ring calls are faked below by a small model of the
  * worker's context table (daemon/worker/exec/exec_ctx.c). Exit 0 = pass.
  *
@@ -8,7 +9,8 @@
  *   gcc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -I include \
  *     -I common -I runtime -I /usr/local/cuda/include \
  *     tests/unit/test_context.c runtime/session/init.c runtime/api/device.c \
- *     runtime/api/context.c runtime/session/ids.c common/log.c -lpthread -o test_context
+ *     runtime/api/context.c runtime/api/primary_ctx.c runtime/api/ctx_config.c \
+ *     runtime/session/ids.c common/log.c -lpthread -o test_context
  */
 #include "client.h"
 #include "dark_api.h"

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A context's queries and settings: device, flags, id, API version, cache
+ * and shared-memory configuration and stream priorities, answered locally
+ * (for an inactive primary too, see primary_ctx.c); synchronisation,
+ * limits and the configuration setters, answered by the worker.
+ */
+#include <string.h>
+
+#include "context.h"
+#include "init.h"
+
+/*
+ * cuCtxGetApiVersion: the context ABI version, not the driver version
+ * (cuda.h: "valid for the API version to be 3020 while the driver version
+ * is 4020"). 3020 (64-bit device pointers, CUDA 3.2) is the last one and
+ * what current drivers report for every context.
+ */
+#define CTX_API_VERSION	3020u
+/* cuCtxGetStreamPriorityRange where the device has stream priorities: the
+ * range every GPU since Volta reports (H100: least 0, greatest -5). There
+ * is no attribute for the range itself, only for support (attr 78). */
+#define PRIO_LEAST	0
+#define PRIO_GREATEST	(-5)
+
+/* A synchronous call in context @c. */
+static CUresult ctx_call(struct vgpu_ctx *c, uint16_t op, uint64_t a0, uint64_t a1,
+			 struct vgpu_cqe *cqe)
+{
+	return vgpu_call5(op, c->id, 0, a0, a1, 0, 0, 0, cqe);
+}
+
+/* ---- Queries answered locally ------------------------------------------- */
+
+/* A query about the current context: the driver checks initialization,
+ * then the output pointer, then that there is a context. */
+static CUresult current_query(const void *out, struct vgpu_ctx **c)
+{
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	return vgpu_ctx_current_any(c);
+}
+
+VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = current_query(device, &c);
+
+	if (rc)
+		return rc;
+	*device = c->dev;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_resolve_any(ctx, &c);
+	if (rc)
+		return rc;
+	*device = c->dev;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = current_query(flags, &c);
+
+	if (rc)
+		return rc;
+	*flags = vgpu_ctx_flags(c);
+	return CUDA_SUCCESS;
+}
+
+/*
+ * On a primary context the flags go to the worker's (they are the device's
+ * primary-context flags). A created context keeps them here only: the
+ * protocol has no opcode for it, and they steer how a host thread waits,
+ * which in vgpu is the ring's business, not the worker context's.
+ */
+VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!vgpu_ctx_flags_valid(flags))
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current_any(&c);
+	if (rc)
+		return rc;
+	if (!c->primary) {
+		__atomic_store_n(&c->flags, flags, __ATOMIC_RELAXED);
+		return CUDA_SUCCESS;
+	}
+	return vgpu_primary_ctx_set_flags(c, flags);
+}
+
+VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!ctxId)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_resolve_any(ctx, &c);
+	if (rc)
+		return rc;
+	*ctxId = vgpu_ctx_uid(c);
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_resolve_any(ctx, &c);
+	if (rc)
+		return rc;
+	*version = CTX_API_VERSION;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = current_query(pconfig, &c);
+
+	if (rc)
+		return rc;
+	*pconfig = (CUfunc_cache)__atomic_load_n(&obj_of(c)->cache, __ATOMIC_RELAXED);
+	return CUDA_SUCCESS;
+}
+
+/* No shared-memory bank configuration since Maxwell: the driver answers
+ * four-byte banks whatever was set. */
+VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = current_query(pConfig, &c);
+
+	if (rc)
+		return rc;
+	*pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+	bool prio;
+
+	if (rc)
+		return rc;
+	rc = vgpu_ctx_current_any(&c);
+	if (rc)
+		return rc;
+	prio = vgpu_device_attr(c->dev, CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED) != 0;
+	if (leastPriority)
+		*leastPriority = prio ? PRIO_LEAST : 0;
+	if (greatestPriority)
+		*greatestPriority = prio ? PRIO_GREATEST : 0;
+	return CUDA_SUCCESS;
+}
+
+/* ---- Calls the worker answers ------------------------------------------- */
+
+static CUresult ctx_sync(struct vgpu_ctx *c)
+{
+	struct vgpu_cqe cqe;
+
+	return ctx_call(c, VGPU_OP_CTX_SYNCHRONIZE, 0, 0, &cqe);
+}
+
+VGPU_EXPORT CUresult cuCtxSynchronize(void)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_ctx_current(&c);
+
+	return rc ? rc : ctx_sync(c);
+}
+
+VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_ctx_resolve(ctx, &c);
+
+	return rc ? rc : ctx_sync(c);
+}
+
+/* Synchronous: a limit can be refused (unsupported, out of range). */
+VGPU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	struct vgpu_cqe cqe;
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if ((unsigned)limit >= CU_LIMIT_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&c);
+	if (rc)
+		return rc;
+	return ctx_call(c, VGPU_OP_CTX_SET_LIMIT, (uint64_t)limit, value, &cqe);
+}
+
+VGPU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	struct vgpu_cqe cqe;
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!pvalue || (unsigned)limit >= CU_LIMIT_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&c);
+	if (rc)
+		return rc;
+	memset(&cqe, 0, sizeof(cqe));
+	rc = ctx_call(c, VGPU_OP_CTX_GET_LIMIT, (uint64_t)limit, 0, &cqe);
+	if (!rc)
+		*pvalue = (size_t)cqe.val[0];
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+	struct vgpu_cqe cqe;
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&c);
+	if (rc)
+		return rc;
+	rc = ctx_call(c, VGPU_OP_CTX_SET_CACHE_CONFIG, (uint64_t)config, 0, &cqe);
+	if (!rc)
+		__atomic_store_n(&obj_of(c)->cache, (int)config, __ATOMIC_RELAXED);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
+{
+	struct vgpu_cqe cqe;
+	struct vgpu_ctx *c;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if ((unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_ctx_current(&c);
+	if (rc)
+		return rc;
+	return ctx_call(c, VGPU_OP_CTX_SET_SHMEM_CONFIG, (uint64_t)config, 0, &cqe);
+}

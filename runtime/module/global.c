@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A module's globals: cuModuleGetGlobal and cuLibraryGetGlobal. The first
+ * lookup of a name asks the worker; the answer is kept in the module's
+ * table and noted as device memory for pointer queries and copies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "memory.h"
+#include "module.h"
+
+/* ---- globals -------------------------------------------------------------- */
+
+/* Called with m->lock held. */
+static CUresult lookup_global(struct module *m, const char *name, size_t len, uint32_t h,
+			      struct global **out)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_GLOBAL } };
+	struct global *g = malloc(sizeof(*g) + len);
+	CUresult rc;
+
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r.sqe.ctx = m->m.ctx->id;
+	r.sqe.arg[0] = m->m.id;
+	r.payload = name;
+	r.payload_len = len;
+	rc = vgpu_call(&r);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	g->addr = r.cqe.val[0];
+	g->size = r.cqe.val[1];
+	memcpy(g->name, name, len);
+	if (vgpu_ntab_put(&m->globals, g->name, h, g)) {
+		*out = g;	/* not cached: leaked, harmlessly */
+		return CUDA_SUCCESS;
+	}
+	/* Pointer queries and copies see it as device memory without asking. */
+	vgpu_mem_note_device(g->addr, g->size, m->m.ctx);
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_t *size)
+{
+	struct module *m;
+	struct global *g;
+	size_t len;
+	uint32_t h;
+	CUresult rc = vgpu_module_resolve(hmod, &m);
+
+	if (rc)
+		return rc;
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	len = strlen(name) + 1;
+	if (len > VGPU_MAX_NAME)
+		return CUDA_ERROR_NOT_FOUND;
+	h = vgpu_name_hash(name);
+	pthread_mutex_lock(&m->lock);
+	g = vgpu_ntab_get(&m->globals, name, h);
+	rc = g ? CUDA_SUCCESS : lookup_global(m, name, len, h, &g);
+	pthread_mutex_unlock(&m->lock);
+	if (rc)
+		return rc;
+	*addr = g->addr;
+	*size = g->size;
+	return CUDA_SUCCESS;
+}
+
+static CUresult global_out(void *hmod, const char *name, CUdeviceptr *dptr, size_t *bytes)
+{
+	uint64_t addr, size;
+	CUresult rc = get_global(hmod, name, &addr, &size);
+
+	if (rc)
+		return rc;
+	if (dptr)
+		*dptr = addr;
+	if (bytes)
+		*bytes = size;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+					  const char *name)
+{
+	return global_out(hmod, name, dptr, bytes);
+}
+
+VGPU_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+					const char *name)
+{
+	return global_out(library, name, dptr, bytes);
+}
+
+/* The 32-bit ABI: only an address below 4 GiB can be answered. */
+VGPU_EXPORT CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod,
+				       const char *name)
+{
+	uint64_t addr, size;
+	CUresult rc = get_global(hmod, name, &addr, &size);
+
+	if (rc)
+		return rc;
+	if (addr > UINT32_MAX || size > UINT32_MAX)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (dptr)
+		*dptr = (CUdeviceptr_v1)addr;
+	if (bytes)
+		*bytes = (unsigned int)size;
+	return CUDA_SUCCESS;
+}
