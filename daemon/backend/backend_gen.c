@@ -191,6 +191,19 @@ CUresult backend_missing_cuParamSetf(CUfunction hfunc, int offset, float value)
 extern __typeof__(backend_missing_cuParamSetf) host_cuParamSetf
 	__attribute__((weak, alias("backend_missing_cuParamSetf")));
 
+CUresult backend_missing_cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes)
+{
+	static int logged;
+
+	(void)hfunc;
+	(void)offset;
+	(void)ptr;
+	(void)numbytes;
+	return missing("cuParamSetv", &logged);
+}
+extern __typeof__(backend_missing_cuParamSetv) host_cuParamSetv
+	__attribute__((weak, alias("backend_missing_cuParamSetv")));
+
 CUresult backend_missing_cuLaunch(CUfunction f)
 {
 	static int logged;

@@ -32,6 +32,7 @@
 	X(cuParamSetSize) \
 	X(cuParamSeti) \
 	X(cuParamSetf) \
+	X(cuParamSetv) \
 	X(cuLaunch) \
 	X(cuLaunchGrid) \
 	X(cuLaunchGridAsync) \

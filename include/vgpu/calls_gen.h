@@ -36,6 +36,7 @@
 	X(GEN_cuParamSetSize) \
 	X(GEN_cuParamSeti) \
 	X(GEN_cuParamSetf) \
+	X(GEN_cuParamSetv) \
 	X(GEN_cuLaunch) \
 	X(GEN_cuLaunchGrid) \
 	X(GEN_cuLaunchGridAsync) \
@@ -211,6 +212,18 @@ struct vgpu_res_cuParamSetf {
 };
 _Static_assert(sizeof(struct vgpu_args_cuParamSetf) <= VGPU_GEN_WIRE_MAX, "cuParamSetf: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuParamSetf) <= VGPU_GEN_WIRE_MAX, "cuParamSetf: outputs too large");
+
+/* CUresult cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes) */
+struct vgpu_args_cuParamSetv {
+	uint32_t hfunc;
+	int offset;
+	uint64_t numbytes;
+};
+struct vgpu_res_cuParamSetv {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuParamSetv) <= VGPU_GEN_WIRE_MAX, "cuParamSetv: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuParamSetv) <= VGPU_GEN_WIRE_MAX, "cuParamSetv: outputs too large");
 
 /* CUresult cuLaunch(CUfunction f) */
 struct vgpu_args_cuLaunch {

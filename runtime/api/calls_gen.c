@@ -80,7 +80,7 @@ VGPU_EXPORT CUresult cuDeviceGetHostAtomicCapabilities(unsigned int *capabilitie
 		in_.count = 0;
 	if (rc_)
 		return rc_;
-	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), operations, count * sizeof(*operations), &out_, sizeof(out_), capabilities, in_.count * sizeof(*capabilities));
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), operations, count * sizeof(CUatomicOperation), &out_, sizeof(out_), capabilities, in_.count * sizeof(unsigned int));
 	return rc_;
 }
 
@@ -308,6 +308,27 @@ VGPU_EXPORT CUresult cuParamSetf(CUfunction hfunc, int offset, float value)
 	if (rc_)
 		return rc_;
 	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes)
+{
+	struct vgpu_args_cuParamSetv in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuParamSetv, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_func(&fwd_, hfunc, &in_.hfunc);
+	in_.offset = offset;
+	if (!rc_ && !ptr && numbytes)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	in_.numbytes = numbytes;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), ptr, numbytes * sizeof(uint8_t), NULL, 0, NULL, 0);
 	return rc_;
 }
 

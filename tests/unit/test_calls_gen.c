@@ -85,8 +85,8 @@ static CUresult check_cuDeviceGetHostAtomicCapabilities(unsigned int *capabiliti
 {
 	fwd_test_reached++;
 	if (capabilities)
-		fwd_test_fill(capabilities, count * sizeof(*capabilities), 1 + 100);
-	FWD_EXPECT(fwd_test_same(operations, count * sizeof(*operations), 2));
+		fwd_test_fill(capabilities, count * sizeof(unsigned int), 1 + 100);
+	FWD_EXPECT(fwd_test_same(operations, count * sizeof(CUatomicOperation), 2));
 	FWD_EXPECT(count == FWD_TEST_COUNT);
 	FWD_EXPECT(dev == fwd_test_device);
 	return CUDA_SUCCESS;
@@ -392,6 +392,34 @@ static void test_cuParamSetf(struct fwd_test_env *env)
 	FWD_EXPECT(fwd_test_reached == 0);
 }
 
+/* cuParamSetv */
+static CUresult check_cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(fwd_test_same(&offset, sizeof(offset), 2));
+	FWD_EXPECT(fwd_test_same(ptr, numbytes * sizeof(uint8_t), 3));
+	FWD_EXPECT(numbytes == FWD_TEST_COUNT);
+	return CUDA_SUCCESS;
+}
+
+static void test_cuParamSetv(struct fwd_test_env *env)
+{
+	int v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+	uint8_t v3[FWD_TEST_COUNT];
+	fwd_test_fill(v3, sizeof(v3), 3);
+	unsigned int v4 = FWD_TEST_COUNT;
+
+	env->backend->cuParamSetv = check_cuParamSetv;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, v4) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_wrong_handle(), v2, v3, v4) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
 /* cuLaunch */
 static CUresult check_cuLaunch(CUfunction f)
 {
@@ -481,6 +509,7 @@ static const struct fwd_test_case cases[] = {
 	{ "cuParamSetSize", test_cuParamSetSize },
 	{ "cuParamSeti", test_cuParamSeti },
 	{ "cuParamSetf", test_cuParamSetf },
+	{ "cuParamSetv", test_cuParamSetv },
 	{ "cuLaunch", test_cuLaunch },
 	{ "cuLaunchGrid", test_cuLaunchGrid },
 	{ "cuLaunchGridAsync", test_cuLaunchGridAsync },

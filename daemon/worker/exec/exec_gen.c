@@ -70,15 +70,15 @@ static enum op_status gen_cuDeviceGetHostAtomicCapabilities(struct worker *w, st
 	memset(&out_, 0, sizeof(out_));
 	if (!rc_)
 		rc_ = fwd_dev(w, in_.dev, &dev);
-	if (!rc_ && extra_ != (uint64_t)in_.count * sizeof(*operations))
+	if (!rc_ && extra_ != (uint64_t)in_.count * sizeof(CUatomicOperation))
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		operations = fwd_extra(call, sizeof(in_));
 	if (!rc_ && in_.count)
-		rc_ = fwd_reply_array(w, call, sizeof(out_), in_.count, sizeof(*capabilities), (void **)&capabilities);
+		rc_ = fwd_reply_array(w, call, sizeof(out_), in_.count, sizeof(unsigned int), (void **)&capabilities);
 	if (!rc_)
 		rc_ = w->B.cuDeviceGetHostAtomicCapabilities(capabilities, operations, (unsigned int)in_.count, dev);
-	return fwd_answer(call, rc_, &out_, sizeof(out_), capabilities ? (uint64_t)in_.count * sizeof(*capabilities) : 0);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), capabilities ? (uint64_t)in_.count * sizeof(unsigned int) : 0);
 }
 
 static enum op_status gen_cuMulticastGetGranularity(struct worker *w, struct op_call *call)
@@ -303,6 +303,30 @@ static enum op_status gen_cuParamSetf(struct worker *w, struct op_call *call)
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
+static enum op_status gen_cuParamSetv(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuParamSetv in_;
+	struct vgpu_res_cuParamSetv out_;
+	CUfunction hfunc = NULL;
+	const uint8_t *ptr = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_func(w, call, in_.hfunc, &hfunc);
+	if (!rc_ && extra_ != (uint64_t)in_.numbytes * sizeof(uint8_t))
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		ptr = fwd_extra(call, sizeof(in_));
+	if (!rc_)
+		rc_ = w->B.cuParamSetv(hfunc, in_.offset, (void *)ptr, (unsigned int)in_.numbytes);
+	if (!rc_)
+		fwd_ckpt_refuse(w, "cuParamSetv");
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
 static enum op_status gen_cuLaunch(struct worker *w, struct op_call *call)
 {
 	struct vgpu_args_cuLaunch in_;
@@ -379,6 +403,7 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuParamSetSize, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSetSize),
 	OP(GEN_cuParamSeti, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSeti),
 	OP(GEN_cuParamSetf, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSetf),
+	OP(GEN_cuParamSetv, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSetv),
 	OP(GEN_cuLaunch, OPF_NEEDS_CTX, gen_cuLaunch),
 	OP(GEN_cuLaunchGrid, OPF_NEEDS_CTX, gen_cuLaunchGrid),
 	OP(GEN_cuLaunchGridAsync, OPF_NEEDS_CTX, gen_cuLaunchGridAsync),
