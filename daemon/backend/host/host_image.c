@@ -64,7 +64,8 @@ void host_image_free(struct host_image *img)
 	memset(img, 0, sizeof(*img));
 }
 
-struct host_image_kernel *host_image_add_kernel(struct host_image *img, const char *name, size_t len)
+struct host_image_kernel *host_image_add_kernel(struct host_image *img, const char *name,
+						size_t len)
 {
 	struct host_image_kernel *k;
 
@@ -82,7 +83,8 @@ struct host_image_kernel *host_image_add_kernel(struct host_image *img, const ch
 	return k;
 }
 
-struct host_image_global *host_image_add_global(struct host_image *img, const char *name, size_t len)
+struct host_image_global *host_image_add_global(struct host_image *img, const char *name,
+						size_t len)
 {
 	struct host_image_global *g;
 

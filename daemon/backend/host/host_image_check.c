@@ -62,8 +62,10 @@ static int notes_bounds(const uint8_t *d, const Elf64_Shdr *s)
 	while (pos < s->sh_size) {
 		end = 0;
 		if (!host_image_span(pos, 12, s->sh_size, &end) ||
-		    !host_image_span(end, ((uint64_t)rd32(p + pos) + pad) & ~pad, s->sh_size, &end) ||
-		    !host_image_span(end, ((uint64_t)rd32(p + pos + 4) + pad) & ~pad, s->sh_size, &end))
+		    !host_image_span(end, ((uint64_t)rd32(p + pos) + pad) & ~pad, s->sh_size,
+				     &end) ||
+		    !host_image_span(end, ((uint64_t)rd32(p + pos + 4) + pad) & ~pad, s->sh_size,
+				     &end))
 			return -EINVAL;
 		pos = end;
 	}
@@ -122,7 +124,8 @@ static int elf_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
 	phnum = eh.e_phnum;
 	shstrndx = eh.e_shstrndx;
 	if (eh.e_shoff || eh.e_shnum) {
-		if (eh.e_shentsize < sizeof(sh0) || !host_image_span(eh.e_shoff, sizeof(sh0), lim, &end))
+		if (eh.e_shentsize < sizeof(sh0) ||
+		    !host_image_span(eh.e_shoff, sizeof(sh0), lim, &end))
 			return -EINVAL;
 		/* Extended numbering: the real counts live in section 0. */
 		memcpy(&sh0, d + eh.e_shoff, sizeof(sh0));

@@ -102,7 +102,8 @@ static int elf_params(const struct elf *f, struct host_image_kernel *k)
 				break;
 			if (attr == EIATTR_KPARAM_INFO && len >= 16) {
 				uint32_t fl = rd32(p + 12);
-				int r = host_image_add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff);
+				int r = host_image_add_param(k, rd16(p + 8), rd16(p + 10),
+							     (fl >> 18) & 0x3fff);
 
 				if (r < 0)
 					return -1;

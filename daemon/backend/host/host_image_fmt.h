@@ -44,8 +44,10 @@ uint64_t host_image_entry_end(const uint8_t *d, uint64_t pos, uint64_t total);
 uint32_t host_image_magic_of(const uint8_t *d, size_t len);
 
 /* host_image.c */
-struct host_image_kernel *host_image_add_kernel(struct host_image *img, const char *name, size_t len);
-struct host_image_global *host_image_add_global(struct host_image *img, const char *name, size_t len);
+struct host_image_kernel *host_image_add_kernel(struct host_image *img, const char *name,
+						size_t len);
+struct host_image_global *host_image_add_global(struct host_image *img, const char *name,
+						size_t len);
 int host_image_add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size);
 
 /* host_image_elf.c */
