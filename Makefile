@@ -125,7 +125,7 @@ $(UNIT)/test_context: $(call obj,tests/unit/test_context.c) \
 		runtime/api/primary_ctx.c runtime/api/ctx_config.c runtime/session/ids.c) \
 	$(call obj,common/log.c)
 $(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/module/image.o $(call obj,common/log.c)
-$(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c daemon/backend/host/host_image.c common/log.c)
+$(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c $(wildcard daemon/backend/host/host_image*.c) common/log.c)
 $(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/supervisor/jit_cache.c)
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/worker/vmem.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(HOST_BACKEND_SRCS) common/log.c)

@@ -221,7 +221,7 @@ void admin_done(int slot, ssize_t res)
 	if (res >= 0)	/* every descriptor taken, so that each is closed below */
 		nfds = vgpu_fds_take(&ad.msg[slot], fds, VGPU_CTL_MAX_FDS + 1, &cut);
 	if (res < 0) {
-		if (res == -ECANCELED)	/* its time limit (supervisor.c) */
+		if (res == -ECANCELED)	/* its time limit (ctl_orders.c) */
 			refuse(fd, ETIMEDOUT, "no request in time");
 		close(fd);
 		return;

@@ -542,7 +542,7 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms)
  */
 static void drop_chatter(struct worker *w)
 {
-	worker_fd_drain(w);	/* descriptors sent for imports are kept (exec_vmm.c) */
+	worker_fd_drain(w);	/* descriptors sent for imports are kept (exec_vmm_share.c) */
 }
 
 /* Sleep until the client rings or goes away; false when it is gone. */

@@ -248,12 +248,12 @@ bool worker_vmm_in_use(const struct worker *w);
 void worker_vmm_destroy(struct worker *w);
 struct ckpt_sink;
 struct vgpu_ckpt_reader;
-/* Checkpoint sections 20-24 (none when the client holds no VMM state);
+/* exec_vmm_ckpt.c: checkpoint sections 20-24 (none when the client holds no VMM state);
  * the same state back from a file. 0, or -errno with @why said. */
 int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, size_t len);
 int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, size_t len);
-/* Reads what the program sent on its socket: descriptors for imports are
- * kept for their entries, anything else dropped. Never blocks. */
+/* exec_vmm_share.c: reads what the program sent on its socket: descriptors
+ * for imports are kept for their entries, anything else dropped. Never blocks. */
 void worker_fd_drain(struct worker *w);
 /* The descriptor the program sent for @token (waiting a little), or -1;
  * @fd sent to the program for @token, and closed here. */

@@ -31,271 +31,22 @@
  * real driver trusts the image's headers for its length), then the reader
  * here, bounded again. A fatbinC wrapper holds a pointer into the client's
  * address space: the client unwraps it, the worker refuses it.
+ *
+ * This file: the model, the fatbin's entries (inflated where compressed)
+ * and which of them is read; the bounds check is host_image_check.c's, the
+ * readers host_image_elf.c's and host_image_ptx.c's (host_image_fmt.h).
  */
-#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host_backend.h"
 #include "host_image.h"
+#include "host_image_fmt.h"
 #include "log.h"
-
-#define FATBINC_MAGIC	0x466243b1u
-#define FATBIN_MAGIC	0xba55ed50u
-#define FAT_PTX		1
-#define FAT_ELF		2
-#define FAT_LZ4		0x2000ull
-#define FAT_ZSTD	0x8000ull
-#define EM_CUDA_	190
-#define STO_ENTRY	0x10
-#define EIATTR_KPARAM_INFO	0x17
-#define MAX_INFLATED	(1ull << 30)
-#define DEVICE_ARCH	(HOST_CC_MAJOR * 10 + HOST_CC_MINOR)
-#define MAX_PTX_ISA	90	/* 9.0, CUDA 13.0 */
-#define MAX_IMAGE	(4ull << 30)	/* as the client's and the worker's */
-#define MIN_ENTRY	48	/* the entry header fields every entry has */
-#define MAX_ENTRY_HDR	4096
-
-static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-
-/* --- bounds: what the headers declare lies within the bytes received ---- */
-
-/* Widens *end to off + n, if that does not pass lim. */
-static bool span(uint64_t off, uint64_t n, uint64_t lim, uint64_t *end)
-{
-	uint64_t e;
-
-	if (__builtin_add_overflow(off, n, &e) || e > lim)
-		return false;
-	if (e > *end)
-		*end = e;
-	return true;
-}
-
-/* A string table's strings all end inside it. */
-static bool strtab_ok(const uint8_t *d, const Elf64_Shdr *s)
-{
-	return s->sh_type == SHT_STRTAB && (!s->sh_size || !d[s->sh_offset + s->sh_size - 1]);
-}
-
-static int symtab_bounds(const uint8_t *d, const Elf64_Shdr *s, uint64_t shoff,
-			 uint64_t stride, uint64_t shnum)
-{
-	Elf64_Shdr str;
-	Elf64_Sym sym;
-
-	if (s->sh_entsize != sizeof(sym) || s->sh_size % sizeof(sym))
-		return -EINVAL;
-	memcpy(&str, d + shoff + s->sh_link * stride, sizeof(str));
-	if (!strtab_ok(d, &str))
-		return -EINVAL;
-	for (uint64_t off = 0; off < s->sh_size; off += sizeof(sym)) {
-		memcpy(&sym, d + s->sh_offset + off, sizeof(sym));
-		if (sym.st_name >= (str.sh_size ? str.sh_size : 1) ||
-		    (sym.st_shndx >= shnum && sym.st_shndx < SHN_LORESERVE))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-/* Notes: records of 12 bytes, then name and description, each padded to
- * 4 (nvcc's), or to 8 in a section aligned so (as some 64-bit producers do). */
-static int notes_bounds(const uint8_t *d, const Elf64_Shdr *s)
-{
-	const uint8_t *p = d + s->sh_offset;
-	uint64_t pos = 0, end, pad = s->sh_addralign == 8 ? 7 : 3;
-
-	while (pos < s->sh_size) {
-		end = 0;
-		if (!span(pos, 12, s->sh_size, &end) ||
-		    !span(end, ((uint64_t)rd32(p + pos) + pad) & ~pad, s->sh_size, &end) ||
-		    !span(end, ((uint64_t)rd32(p + pos + 4) + pad) & ~pad, s->sh_size, &end))
-			return -EINVAL;
-		pos = end;
-	}
-	return 0;
-}
-
-/* Links and tables of a section; every section's bytes lie within the image. */
-static int section_tables(const uint8_t *d, const Elf64_Ehdr *eh, const Elf64_Shdr *s,
-			  uint64_t shnum)
-{
-	if (s->sh_link >= shnum)
-		return -EINVAL;
-	if ((s->sh_type == SHT_REL || s->sh_type == SHT_RELA) && s->sh_info >= shnum)
-		return -EINVAL;
-	if (s->sh_type == SHT_STRTAB && !strtab_ok(d, s))
-		return -EINVAL;
-	if (s->sh_type == SHT_SYMTAB || s->sh_type == SHT_DYNSYM)
-		return symtab_bounds(d, s, eh->e_shoff, eh->e_shentsize, shnum);
-	if (s->sh_type == SHT_NOTE)
-		return notes_bounds(d, s);
-	return 0;
-}
-
-/* Each section's bytes, then its links and tables; the header table lies within lim. */
-static int sections_bounds(const uint8_t *d, const Elf64_Ehdr *eh, uint64_t shnum,
-			   uint64_t lim, uint64_t *end)
-{
-	Elf64_Shdr s;
-
-	for (int pass = 0; pass < 2; pass++)
-		for (uint64_t i = 0; i < shnum; i++) {
-			memcpy(&s, d + eh->e_shoff + i * eh->e_shentsize, sizeof(s));
-			if (s.sh_type == SHT_NULL || s.sh_type == SHT_NOBITS)
-				continue;
-			if (!pass ? !span(s.sh_offset, s.sh_size, lim, end)
-				  : section_tables(d, eh, &s, shnum) < 0)
-				return -EINVAL;
-		}
-	return 0;
-}
-
-static int elf_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
-{
-	uint64_t end = sizeof(Elf64_Ehdr), shnum, phnum, shstrndx, bytes;
-	Elf64_Ehdr eh;
-	Elf64_Shdr sh0;
-	Elf64_Phdr ph;
-
-	if (lim < sizeof(eh))
-		return -EINVAL;
-	memcpy(&eh, d, sizeof(eh));
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh.e_ehsize < sizeof(eh))
-		return -EINVAL;
-	shnum = eh.e_shnum;
-	phnum = eh.e_phnum;
-	shstrndx = eh.e_shstrndx;
-	if (eh.e_shoff || eh.e_shnum) {
-		if (eh.e_shentsize < sizeof(sh0) || !span(eh.e_shoff, sizeof(sh0), lim, &end))
-			return -EINVAL;
-		/* Extended numbering: the real counts live in section 0. */
-		memcpy(&sh0, d + eh.e_shoff, sizeof(sh0));
-		if (!shnum)
-			shnum = sh0.sh_size;
-		if (phnum == PN_XNUM)
-			phnum = sh0.sh_info;
-		if (shstrndx == SHN_XINDEX)
-			shstrndx = sh0.sh_link;
-		if (__builtin_mul_overflow(shnum, (uint64_t)eh.e_shentsize, &bytes) ||
-		    !span(eh.e_shoff, bytes, lim, &end) || shstrndx >= shnum)
-			return -EINVAL;
-		if (sections_bounds(d, &eh, shnum, lim, &end))
-			return -EINVAL;
-	}
-	if (phnum) {
-		if (eh.e_phentsize < sizeof(ph) ||
-		    __builtin_mul_overflow(phnum, (uint64_t)eh.e_phentsize, &bytes) ||
-		    !span(eh.e_phoff, bytes, lim, &end))
-			return -EINVAL;
-		for (uint64_t i = 0; i < phnum; i++) {
-			memcpy(&ph, d + eh.e_phoff + i * eh.e_phentsize, sizeof(ph));
-			if (!span(ph.p_offset, ph.p_filesz, lim, &end))
-				return -EINVAL;
-		}
-	}
-	*extent = end;
-	return 0;
-}
-
-/* A cubin entry: an ELF whose headers reach no further than its n bytes. */
-static bool elf_within(const uint8_t *d, uint64_t n)
-{
-	uint64_t extent;
-
-	return n >= SELFMAG && !memcmp(d, ELFMAG, SELFMAG) && !elf_bounds(d, n, &extent);
-}
-
-/* Where the fatbin entry at pos ends, within a container ending at total; 0 if it does not. */
-static uint64_t entry_end(const uint8_t *d, uint64_t pos, uint64_t total)
-{
-	const uint8_t *e = d + pos;
-	uint64_t end = 0, flags;
-	uint32_t ehs;
-
-	if (total - pos < MIN_ENTRY)
-		return 0;
-	ehs = rd32(e + 4);
-	if (ehs < MIN_ENTRY || ehs > MAX_ENTRY_HDR || !span(pos, ehs, total, &end) ||
-	    !span(end, rd64(e + 8), total, &end))
-		return 0;
-	flags = rd64(e + 40);
-	/* Compressed: the sizes at 16 and 56 are read, and the first must fit the payload. */
-	if (flags & (FAT_LZ4 | FAT_ZSTD))
-		return ehs >= 64 && rd32(e + 16) <= rd64(e + 8) ? end : 0;
-	/* A cubin is read where it lies: its own headers must stay in its payload. */
-	if (rd16(e) == FAT_ELF && !elf_within(e + ehs, end - pos - ehs))
-		return 0;
-	return end;
-}
-
-static int fatbin_bounds(const uint8_t *d, uint64_t lim, uint64_t *extent)
-{
-	uint64_t total = 0, pos, next;
-
-	if (lim < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), lim, &total))
-		return -EINVAL;
-	for (pos = rd16(d + 6); pos < total; pos = next) {
-		next = entry_end(d, pos, total);
-		if (!next)
-			return -EINVAL;
-	}
-	*extent = total;
-	return 0;
-}
-
-/* PTX: text up to a NUL inside the bytes (the driver reads to the NUL). */
-static int ptx_bounds(const uint8_t *d, size_t len, uint64_t *extent)
-{
-	size_t n = strnlen((const char *)d, len);
-
-	if (n == len)
-		return -EINVAL;
-	*extent = n + 1;
-	return 0;
-}
-
-/* The magic, read only if the first four bytes are there: no magic holds a NUL. */
-static uint32_t magic_of(const uint8_t *d, size_t len)
-{
-	uint32_t magic = 0;
-
-	if (strnlen((const char *)d, len < 4 ? len : 4) == 4)
-		memcpy(&magic, d, 4);
-	return magic;
-}
-
-int vgpu_image_check(const void *image, size_t len, size_t *extent)
-{
-	const uint8_t *d = image;
-	uint64_t lim = len < MAX_IMAGE ? len : MAX_IMAGE, end = 0;
-	uint32_t magic;
-	int ret;
-
-	if (!d || !len)
-		return -EINVAL;
-	magic = magic_of(d, len);
-	if (magic == FATBINC_MAGIC)
-		return -EPERM;	/* its second word points into the client */
-	if (magic == FATBIN_MAGIC)
-		ret = fatbin_bounds(d, lim, &end);
-	else if (!memcmp(&magic, ELFMAG, SELFMAG))
-		ret = elf_bounds(d, lim, &end);
-	else
-		ret = ptx_bounds(d, len, &end);
-	if (!ret)
-		*extent = end;
-	return ret;
-}
 
 void host_image_free(struct host_image *img)
 {
@@ -313,7 +64,8 @@ void host_image_free(struct host_image *img)
 	memset(img, 0, sizeof(*img));
 }
 
-static struct host_image_kernel *add_kernel(struct host_image *img, const char *name, size_t len)
+struct host_image_kernel *host_image_add_kernel(struct host_image *img, const char *name,
+						size_t len)
 {
 	struct host_image_kernel *k;
 
@@ -331,7 +83,8 @@ static struct host_image_kernel *add_kernel(struct host_image *img, const char *
 	return k;
 }
 
-static struct host_image_global *add_global(struct host_image *img, const char *name, size_t len)
+struct host_image_global *host_image_add_global(struct host_image *img, const char *name,
+						size_t len)
 {
 	struct host_image_global *g;
 
@@ -349,7 +102,7 @@ static struct host_image_global *add_global(struct host_image *img, const char *
 }
 
 /* 0, -1 out of memory, 1 an index past any kernel's: the layout is unknown. */
-static int add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size)
+int host_image_add_param(struct host_image_kernel *k, uint32_t idx, uint32_t off, uint32_t size)
 {
 	uint32_t *o, *s;
 	int n = k->nparams < 0 ? 0 : k->nparams;
@@ -500,540 +253,6 @@ bad:
 	*buf = NULL;
 	return CUDA_ERROR_INVALID_IMAGE;
 }
-
-/* --- ELF ---------------------------------------------------------------- */
-
-struct elf {
-	const uint8_t *d;
-	size_t n;
-	const Elf64_Shdr *sh;
-	unsigned shnum;
-	const char *shstr;
-	size_t shstr_n;
-};
-
-static const char *sec_name(const struct elf *f, unsigned i)
-{
-	uint32_t off = f->sh[i].sh_name;
-
-	if (off >= f->shstr_n || !memchr(f->shstr + off, 0, f->shstr_n - off))
-		return "";
-	return f->shstr + off;
-}
-
-static int sec_ok(const struct elf *f, const Elf64_Shdr *s)
-{
-	return s->sh_type == SHT_NOBITS ||
-	       (s->sh_offset <= f->n && s->sh_size <= f->n - s->sh_offset);
-}
-
-static int elf_open(struct elf *f, const uint8_t *d, size_t n)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
-	const Elf64_Shdr *ss;
-
-	if (n < sizeof(*eh) || memcmp(d, ELFMAG, SELFMAG) || d[EI_CLASS] != ELFCLASS64 ||
-	    d[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_CUDA_)
-		return -1;
-	if (eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shnum || eh->e_shoff > n ||
-	    (n - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shoff % 8 ||
-	    eh->e_shstrndx >= eh->e_shnum)
-		return -1;
-	f->d = d;
-	f->n = n;
-	f->sh = (const Elf64_Shdr *)(d + eh->e_shoff);
-	f->shnum = eh->e_shnum;
-	ss = &f->sh[eh->e_shstrndx];
-	if (ss->sh_type != SHT_STRTAB || !sec_ok(f, ss))
-		return -1;
-	f->shstr = (const char *)d + ss->sh_offset;
-	f->shstr_n = ss->sh_size;
-	return 0;
-}
-
-static int elf_arch(const uint8_t *d)
-{
-	uint32_t flags = rd32(d + offsetof(Elf64_Ehdr, e_flags));
-
-	return d[EI_ABIVERSION] >= 7 ? (flags >> 8) & 0xff : flags & 0xff;
-}
-
-static int elf_find_sec(const struct elf *f, const char *prefix, const char *name)
-{
-	size_t pl = strlen(prefix);
-
-	for (unsigned i = 0; i < f->shnum; i++) {
-		const char *s = sec_name(f, i);
-
-		if (!strncmp(s, prefix, pl) && !strcmp(s + pl, name))
-			return (int)i;
-	}
-	return -1;
-}
-
-/* Parameters of kernel k from .nv.info.<name>; leaves nparams -1 if unknown. */
-static int elf_params(const struct elf *f, struct host_image_kernel *k)
-{
-	int si = elf_find_sec(f, ".nv.info.", k->name);
-	const uint8_t *p, *end;
-
-	if (si < 0 || f->sh[si].sh_type == SHT_NOBITS || !sec_ok(f, &f->sh[si]))
-		return 0;
-	p = f->d + f->sh[si].sh_offset;
-	end = p + f->sh[si].sh_size;
-	k->nparams = 0;
-	while (end - p >= 4) {
-		unsigned fmt = p[0], attr = p[1];
-		size_t len = 4;
-
-		if (fmt == 4) {	/* a value of u16 size follows */
-			len += rd16(p + 2);
-			if (len > (size_t)(end - p))
-				break;
-			if (attr == EIATTR_KPARAM_INFO && len >= 16) {
-				uint32_t fl = rd32(p + 12);
-				int r = add_param(k, rd16(p + 8), rd16(p + 10), (fl >> 18) & 0x3fff);
-
-				if (r < 0)
-					return -1;
-				if (r) {
-					k->nparams = -1;
-					return 0;
-				}
-			}
-		} else if (fmt < 1 || fmt > 3) {
-			k->nparams = -1;	/* a record we cannot step over */
-			return 0;
-		}
-		p += len;
-	}
-	for (int i = 0; i < k->nparams; i++)
-		if (k->param_off[i] == UINT32_MAX)
-			k->nparams = -1;
-	return 0;
-}
-
-static int is_global_sec(const char *s)
-{
-	return !strcmp(s, ".nv.global") || !strcmp(s, ".nv.global.init") ||
-	       !strcmp(s, ".nv.constant3");
-}
-
-static CUresult elf_read(const uint8_t *d, size_t n, struct host_image *img)
-{
-	const Elf64_Shdr *symsh = NULL, *strsh;
-	const Elf64_Sym *sym;
-	const char *str;
-	struct elf f;
-	size_t nsym;
-	int any_entry = 0;
-
-	if (elf_open(&f, d, n))
-		return CUDA_ERROR_INVALID_IMAGE;
-	for (unsigned i = 0; i < f.shnum; i++)
-		if (f.sh[i].sh_type == SHT_SYMTAB)
-			symsh = &f.sh[i];
-	if (!symsh)
-		return CUDA_SUCCESS;	/* nothing to name */
-	if (!sec_ok(&f, symsh) || symsh->sh_entsize != sizeof(Elf64_Sym) ||
-	    symsh->sh_link >= f.shnum || symsh->sh_offset % 8)
-		return CUDA_ERROR_INVALID_IMAGE;
-	strsh = &f.sh[symsh->sh_link];
-	if (strsh->sh_type != SHT_STRTAB || !sec_ok(&f, strsh))
-		return CUDA_ERROR_INVALID_IMAGE;
-	sym = (const Elf64_Sym *)(d + symsh->sh_offset);
-	nsym = symsh->sh_size / sizeof(*sym);
-	str = (const char *)d + strsh->sh_offset;
-
-	for (size_t i = 0; i < nsym; i++)
-		if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC && (sym[i].st_other & STO_ENTRY))
-			any_entry = 1;
-	for (size_t i = 0; i < nsym; i++) {
-		const Elf64_Sym *s = &sym[i];
-		const char *name;
-		size_t len;
-
-		if (s->st_name >= strsh->sh_size || s->st_shndx == SHN_UNDEF ||
-		    s->st_shndx >= f.shnum)
-			continue;
-		name = str + s->st_name;
-		len = strnlen(name, strsh->sh_size - s->st_name);
-		if (!len || len == strsh->sh_size - s->st_name)
-			continue;
-		if (ELF64_ST_TYPE(s->st_info) == STT_FUNC) {
-			struct host_image_kernel *k;
-
-			if (any_entry ? !(s->st_other & STO_ENTRY)
-				      : elf_find_sec(&f, ".nv.info.", name) < 0)
-				continue;
-			k = add_kernel(img, name, len);
-			if (!k || elf_params(&f, k))
-				return CUDA_ERROR_OUT_OF_MEMORY;
-		} else if (ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
-			   is_global_sec(sec_name(&f, s->st_shndx)) && name[0] != '.') {
-			const Elf64_Shdr *gs = &f.sh[s->st_shndx];
-			struct host_image_global *g;
-
-			if (gs->sh_type != SHT_NOBITS &&
-			    (!sec_ok(&f, gs) || s->st_value > gs->sh_size ||
-			     s->st_size > gs->sh_size - s->st_value))
-				return CUDA_ERROR_INVALID_IMAGE;
-			if (s->st_size > MAX_INFLATED)
-				return CUDA_ERROR_INVALID_IMAGE;
-			g = add_global(img, name, len);
-			if (!g)
-				return CUDA_ERROR_OUT_OF_MEMORY;
-			g->size = s->st_size;
-			g->align = gs->sh_addralign ? gs->sh_addralign : 1;
-			if (g->align > 4096 || (g->align & (g->align - 1)))
-				g->align = 4096;
-			if (gs->sh_type != SHT_NOBITS && s->st_size) {
-				g->init = malloc(s->st_size);
-				if (!g->init)
-					return CUDA_ERROR_OUT_OF_MEMORY;
-				memcpy(g->init, d + gs->sh_offset + s->st_value, s->st_size);
-			}
-		}
-	}
-	return CUDA_SUCCESS;
-}
-
-/* The tables are read in place: an ELF inside a fatbin may sit at any offset. */
-static CUresult elf_parse(const uint8_t *d, size_t n, struct host_image *img)
-{
-	uint8_t *copy = NULL;
-	CUresult r;
-
-	if ((uintptr_t)d % 8) {
-		copy = malloc(n ? n : 1);
-		if (!copy)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		memcpy(copy, d, n);
-		d = copy;
-	}
-	r = elf_read(d, n, img);
-	free(copy);
-	return r;
-}
-
-/* --- PTX ---------------------------------------------------------------- */
-
-struct lex {
-	const char *p, *end;
-	const char *tok;
-	size_t len;
-};
-
-static int is_punct(char c)
-{
-	return strchr("{}()[],;=<>", c) != NULL;
-}
-
-/* The next token, skipping white space and comments; 0 at the end. */
-static int next(struct lex *x)
-{
-	const char *p = x->p;
-
-	for (;;) {
-		while (p < x->end && isspace((unsigned char)*p))
-			p++;
-		if (x->end - p >= 2 && p[0] == '/' && p[1] == '/') {
-			while (p < x->end && *p != '\n')
-				p++;
-		} else if (x->end - p >= 2 && p[0] == '/' && p[1] == '*') {
-			const char *e = NULL;
-
-			for (const char *q = p + 2; x->end - q >= 2; q++)
-				if (q[0] == '*' && q[1] == '/') {
-					e = q + 2;
-					break;
-				}
-			p = e ? e : x->end;
-		} else {
-			break;
-		}
-	}
-	if (p == x->end) {
-		x->p = p;
-		return 0;
-	}
-	x->tok = p;
-	if (is_punct(*p)) {
-		p++;
-	} else if (*p == '"') {
-		for (p++; p < x->end && *p != '"'; p++)
-			;
-		if (p < x->end)
-			p++;
-	} else {
-		while (p < x->end && !isspace((unsigned char)*p) && !is_punct(*p) &&
-		       !(x->end - p >= 2 && p[0] == '/' && (p[1] == '/' || p[1] == '*')))
-			p++;
-	}
-	x->len = (size_t)(p - x->tok);
-	x->p = p;
-	return 1;
-}
-
-/* The token as a C string, cut to fit: tokens are not NUL-terminated. */
-static const char *tok_str(const struct lex *x, char *buf, size_t size)
-{
-	size_t n = x->len < size - 1 ? x->len : size - 1;
-
-	memcpy(buf, x->tok, n);
-	buf[n] = 0;
-	return buf;
-}
-
-static int is(const struct lex *x, const char *s)
-{
-	return x->len == strlen(s) && !memcmp(x->tok, s, x->len);
-}
-
-static unsigned type_size(const struct lex *x)
-{
-	static const struct { const char *t; unsigned n; } types[] = {
-		{ ".b8", 1 }, { ".u8", 1 }, { ".s8", 1 }, { ".pred", 1 },
-		{ ".b16", 2 }, { ".u16", 2 }, { ".s16", 2 }, { ".f16", 2 }, { ".bf16", 2 },
-		{ ".b32", 4 }, { ".u32", 4 }, { ".s32", 4 }, { ".f32", 4 },
-		{ ".f16x2", 4 }, { ".bf16x2", 4 },
-		{ ".b64", 8 }, { ".u64", 8 }, { ".s64", 8 }, { ".f64", 8 }, { ".b128", 16 },
-	};
-
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (is(x, types[i].t))
-			return types[i].n;
-	return 0;
-}
-
-static int tok_num(const struct lex *x, uint64_t *v)
-{
-	char buf[64], *e;
-	int neg = 0;
-	const char *s;
-
-	if (!x->len || x->len >= sizeof(buf))
-		return -1;
-	memcpy(buf, x->tok, x->len);
-	buf[x->len] = 0;
-	s = buf;
-	if (*s == '-') {
-		neg = 1;
-		s++;
-	}
-	/* 0fXXXXXXXX and 0dXXXXXXXXXXXXXXXX are float and double bit patterns. */
-	if (s[0] == '0' && (s[1] == 'f' || s[1] == 'F' || s[1] == 'd' || s[1] == 'D') &&
-	    isxdigit((unsigned char)s[2]))
-		*v = strtoull(s + 2, &e, 16);
-	else
-		*v = strtoull(s, &e, 0);
-	if (*e == 'U' || *e == 'u')
-		e++;
-	if (*e)
-		return -1;
-	if (neg)
-		*v = (uint64_t)-(int64_t)*v;
-	return 0;
-}
-
-/* After '=': {a, b, {c}} or a single value, up to ';'; esz the scalar's size
- * (a vector's elements are listed one by one; .b128 holds a 64-bit value). */
-static int ptx_init(struct lex *x, struct host_image_global *g, unsigned esz)
-{
-	uint64_t idx = 0, v;
-	int bad = 0;
-
-	g->init = calloc(1, g->size ? g->size : 1);
-	if (!g->init)
-		return -1;
-	while (next(x) && !is(x, ";")) {
-		if (is(x, "{") || is(x, "}") || is(x, ","))
-			continue;
-		if (tok_num(x, &v)) {
-			bad = 1;	/* an address (generic(sym)) or an expression */
-			continue;
-		}
-		if ((idx + 1) * esz <= g->size)
-			memcpy(g->init + idx * esz, &v, esz < sizeof(v) ? esz : sizeof(v));
-		idx++;
-	}
-	if (bad)
-		vlog_warn("host backend: PTX global %s has an initializer that is not a number; "
-			  "those elements are zero", g->name);
-	return 0;
-}
-
-/* count elements of esz bytes, no more than a device could hold. */
-static int global_size(struct host_image_global *g, uint64_t count, unsigned esz)
-{
-	if (__builtin_mul_overflow(count, (uint64_t)esz, &g->size) || g->size > MAX_INFLATED)
-		return -1;
-	return 0;
-}
-
-/* A .global or .const declaration at module scope, up to its ';'. */
-static int ptx_global(struct lex *x, struct host_image *img)
-{
-	unsigned esz = 0, scalar = 0, vec = 1;
-	uint64_t align = 0, count = 1;
-	struct host_image_global *g = NULL;
-
-	while (next(x) && !is(x, ";")) {
-		if (is(x, ".align")) {
-			uint64_t a;
-
-			if (!next(x) || tok_num(x, &a))
-				return 0;
-			align = a;
-		} else if (is(x, ".v2") || is(x, ".v4") || is(x, ".v8")) {
-			vec = (unsigned)(x->tok[2] - '0');
-		} else if (is(x, ".attribute") || is(x, ".texref") || is(x, ".surfref") ||
-			   is(x, ".samplerref")) {
-			while (next(x) && !is(x, ";"))	/* managed or opaque: not ours */
-				;
-			return 0;
-		} else if (type_size(x)) {
-			scalar = type_size(x);
-			esz = scalar * vec;
-		} else if (!g && x->tok[0] != '.' && esz) {
-			g = add_global(img, x->tok, x->len);
-			if (!g)
-				return -1;
-		} else if (g && is(x, "[")) {
-			uint64_t n;
-
-			if (!next(x) || tok_num(x, &n))
-				n = 0;	/* [] : sized elsewhere */
-			else if (!next(x) || !is(x, "]"))
-				return 0;
-			if (__builtin_mul_overflow(count, n, &count))
-				return -1;
-		} else if (g && is(x, "=")) {
-			/* Sized before the initializer is allocated: the text chooses it. */
-			if (global_size(g, count, esz) || ptx_init(x, g, scalar))
-				return -1;
-			break;
-		}
-	}
-	if (g) {
-		if (global_size(g, count, esz))
-			return -1;
-		g->align = align ? align : esz;
-		if (g->align > 4096 || (g->align & (g->align - 1)))
-			g->align = 4096;
-	}
-	return 0;
-}
-
-/* An .entry's parameter list: the device layout, each at its alignment. */
-static int ptx_params(struct lex *x, struct host_image_kernel *k)
-{
-	uint32_t off = 0;
-	unsigned idx = 0;
-	int r;
-
-	k->nparams = 0;
-	while (next(x) && !is(x, ")")) {
-		unsigned esz = 0, align = 0, ptr = 0;
-		uint64_t count = 1;
-
-		if (!is(x, ".param"))
-			continue;
-		while (next(x) && !is(x, ",") && !is(x, ")")) {
-			uint64_t n;
-
-			if (is(x, ".ptr"))
-				ptr = 1;
-			else if (is(x, ".align") && next(x) && !tok_num(x, &n) && !ptr)
-				align = n > 4096 ? 3 : (unsigned)n;	/* 3: refused below */
-			else if (type_size(x) && !esz)
-				esz = type_size(x);
-			else if (is(x, "[") && next(x) && !tok_num(x, &n) &&
-				 __builtin_mul_overflow(count, n, &count))
-				count = UINT64_MAX;
-		}
-		if (!align)
-			align = esz;
-		if (!esz || count > 0x3fff || (align & (align - 1))) {
-			k->nparams = -1;	/* a layout we do not know */
-			return 0;
-		}
-		off = (off + align - 1) & ~(align - 1);
-		r = add_param(k, idx++, off, (uint32_t)(count * esz));
-		if (r) {
-			if (r > 0)
-				k->nparams = -1;
-			return r < 0 ? -1 : 0;
-		}
-		off += (uint32_t)(count * esz);
-		if (is(x, ")"))
-			break;
-	}
-	return 0;
-}
-
-static CUresult ptx_parse(const char *text, size_t n, struct host_image *img, int *target)
-{
-	struct lex x = { .p = text, .end = text + n };
-	int depth = 0, ext = 0, version = 0;
-	char buf[32];
-
-	*target = 0;
-	while (next(&x)) {
-		if (is(&x, "{")) {
-			depth++;
-		} else if (is(&x, "}")) {
-			depth--;
-		} else if (depth) {
-			continue;
-		} else if (is(&x, ".version") && next(&x)) {
-			unsigned ma = 0, mi = 0;
-
-			if (sscanf(tok_str(&x, buf, sizeof(buf)), "%4u.%4u", &ma, &mi) == 2)
-				version = (int)(ma * 10 + mi);
-		} else if (is(&x, ".target") && next(&x)) {
-			if (x.len > 3 && !memcmp(x.tok, "sm_", 3))
-				*target = atoi(tok_str(&x, buf, sizeof(buf)) + 3);
-		} else if (is(&x, ".extern")) {
-			ext = 1;
-			continue;
-		} else if (is(&x, ".entry") && next(&x)) {
-			struct host_image_kernel *k = add_kernel(img, x.tok, x.len);
-
-			if (!k)
-				return CUDA_ERROR_OUT_OF_MEMORY;
-			if (!next(&x))
-				break;
-			if (is(&x, "{"))
-				depth++;
-			else if (is(&x, "(") && ptx_params(&x, k))
-				return CUDA_ERROR_OUT_OF_MEMORY;
-		} else if ((is(&x, ".global") || is(&x, ".const")) && !ext) {
-			if (ptx_global(&x, img))
-				return CUDA_ERROR_OUT_OF_MEMORY;
-		}
-		ext = 0;
-	}
-	if (!version || !*target)
-		return CUDA_ERROR_INVALID_PTX;
-	if (version > MAX_PTX_ISA)
-		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
-	if (*target > DEVICE_ARCH)
-		return CUDA_ERROR_INVALID_PTX;	/* ptxas: target higher than the device */
-	img->ptx_version = *target;
-	img->binary_version = DEVICE_ARCH;
-	return CUDA_SUCCESS;
-}
-
-/* n bytes of text, then a NUL. */
-static int looks_like_ptx(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isprint((unsigned char)s[i]) && !isspace((unsigned char)s[i]))
-			return 0;
-	return strstr(s, ".version") && strstr(s, ".target");
-}
-
 /* --- fatbin ------------------------------------------------------------- */
 
 struct entry {
@@ -1065,18 +284,18 @@ static CUresult entry_parse(const struct entry *e, struct host_image *img)
 		   e->kind == FAT_ELF ? "sm" : "compute", e->arch,
 		   rd64(e->hdr + 40) & FAT_LZ4 ? "lz4" : rd64(e->hdr + 40) & FAT_ZSTD ? "zstd" : "plain");
 	if (e->kind == FAT_ELF) {
-		r = elf_parse(d, n, img);
+		r = host_image_elf_parse(d, n, img);
 	} else {
 		/* PTX payloads are NUL-padded text. */
 		size_t len = strnlen((const char *)d, n);
 
-		r = ptx_parse((const char *)d, len, img, &target);
+		r = host_image_ptx_parse((const char *)d, len, img, &target);
 	}
 	free(buf);
 	return r;
 }
 
-/* A fatbin of len bytes; its entries are read within them (entry_end()). */
+/* A fatbin of len bytes; its entries are read within them (host_image_entry_end()). */
 static CUresult fatbin_parse(const uint8_t *d, size_t len, struct host_image *img)
 {
 	uint64_t total = 0, pos, next;
@@ -1085,13 +304,13 @@ static CUresult fatbin_parse(const uint8_t *d, size_t len, struct host_image *im
 	int best_elf = 0, best_ptx = 0;
 	CUresult r = CUDA_ERROR_INVALID_IMAGE;
 
-	if (len < 16 || rd16(d + 6) < 16 || !span(rd16(d + 6), rd64(d + 8), len, &total))
+	if (len < 16 || rd16(d + 6) < 16 || !host_image_span(rd16(d + 6), rd64(d + 8), len, &total))
 		return CUDA_ERROR_INVALID_IMAGE;
 	for (pos = rd16(d + 6); pos < total && n < 64; pos = next) {
 		const uint8_t *e = d + pos;
 		struct entry *en = &ents[n];
 
-		next = entry_end(d, pos, total);
+		next = host_image_entry_end(d, pos, total);
 		if (!next)
 			return CUDA_ERROR_INVALID_IMAGE;
 		en->hdr = e;
@@ -1155,20 +374,20 @@ CUresult host_image_parse_len(const void *image, size_t len, struct host_image *
 	memset(img, 0, sizeof(*img));
 	if (vgpu_image_check(d, len, &n))
 		return CUDA_ERROR_INVALID_IMAGE;	/* a wrapper too: never followed */
-	magic = magic_of(d, n);
+	magic = host_image_magic_of(d, n);
 	if (magic == FATBIN_MAGIC) {
 		r = fatbin_parse(d, n, img);
 	} else if (!memcmp(&magic, ELFMAG, SELFMAG)) {
-		int arch = elf_arch(d);
+		int arch = host_image_elf_arch(d);
 
 		if (arch / 10 != HOST_CC_MAJOR || arch % 10 > HOST_CC_MINOR) {
 			vlog_err("host backend: the cubin is for sm_%d, not sm_90", arch);
 			return CUDA_ERROR_NO_BINARY_FOR_GPU;
 		}
-		r = elf_parse(d, n, img);
+		r = host_image_elf_parse(d, n, img);
 		img->ptx_version = img->binary_version = DEVICE_ARCH;
-	} else if (looks_like_ptx((const char *)d, n - 1)) {
-		r = ptx_parse((const char *)d, n - 1, img, &target);
+	} else if (host_image_looks_like_ptx((const char *)d, n - 1)) {
+		r = host_image_ptx_parse((const char *)d, n - 1, img, &target);
 	} else {
 		r = CUDA_ERROR_INVALID_IMAGE;
 	}
