@@ -45,6 +45,9 @@ bool fwd_test_same(const void *p, size_t n, int seed);
 void fwd_test_fail(const char *what, int line);
 #define FWD_EXPECT(cond) do { if (!(cond)) fwd_test_fail(#cond, __LINE__); } while (0)
 
+/* The worker refuses checkpoints since a call whose effect they cannot carry. */
+bool fwd_test_ckpt_refused(void);
+
 int fwd_test_run(const struct fwd_test_case *cases, size_t n);
 
 /* fwd_test_worker.c, for fwd_test_rt.c: the entry handed to the worker's

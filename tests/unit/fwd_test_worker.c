@@ -84,6 +84,11 @@ void fwd_test_worker_run(const struct vgpu_sqe *sqe, const void *payload, unsign
 		fwd_test_fail("the handler answers at once", __LINE__);
 }
 
+bool fwd_test_ckpt_refused(void)
+{
+	return fwd_ckpt_refusal(&w) != NULL;
+}
+
 void fwd_test_fill(void *p, size_t n, int seed)
 {
 	for (size_t i = 0; i < n; i++)

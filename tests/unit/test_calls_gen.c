@@ -266,6 +266,7 @@ static void test_cuFuncSetBlockShape(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuFuncSetBlockShape((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, v4) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuFuncSetBlockShape((CUfunction)fwd_test_wrong_handle(), v2, v3, v4) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
@@ -289,6 +290,7 @@ static void test_cuFuncSetSharedSize(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuFuncSetSharedSize((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuFuncSetSharedSize((CUfunction)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
@@ -335,6 +337,7 @@ static void test_cuParamSetSize(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetSize((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetSize((CUfunction)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
@@ -361,6 +364,7 @@ static void test_cuParamSeti(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSeti((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSeti((CUfunction)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
@@ -387,6 +391,7 @@ static void test_cuParamSetf(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetf((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetf((CUfunction)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
@@ -415,6 +420,7 @@ static void test_cuParamSetv(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, v4) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_wrong_handle(), v2, v3, v4) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
