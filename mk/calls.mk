@@ -7,7 +7,7 @@
 #   build/tests/unit/test_calls_gen   the round trip of every generated call
 
 GEN_CALLS = $(PYTHON3) tools/gen-calls --stub $(VGPU_CUDA_STUB) --include $(CUDA_HOME)/include
-CALLS_GENERATED := include/vgpu/calls_gen.h runtime/api/calls_gen.c \
+CALLS_GENERATED := include/vgpu/calls_gen.h runtime/api/calls_gen.c runtime/api/calls_hand_gen.h runtime/api/calls_hand_gen.c \
 	daemon/worker/exec/exec_gen.c daemon/backend/backend_gen.h \
 	daemon/backend/backend_gen.c tests/unit/test_calls_gen.c
 

@@ -5,10 +5,12 @@
  * worker's driver, per stream, so every get is a round trip and every set
  * answers the driver's own error. A priority set here also changes what
  * cuStreamGetPriority answers, as it does with the driver, the legacy NULL
- * stream's too (the driver takes one for it).
+ * stream's too (the driver takes one for it). Each call's ABI variants are
+ * generated (calls.def: hand).
  */
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
 #include "handles.h"
@@ -31,7 +33,8 @@ static void refresh_priority(struct vgpu_stream *st, struct vgpu_ctx *ctx, uint3
 		ctx->null_priority = got.priority;
 }
 
-static CUresult set_attr(CUstream h, bool ptds, CUstreamAttrID id, const CUstreamAttrValue *v)
+CUresult vgpu_hand_cuStreamSetAttribute(bool ptds, CUstream h, CUstreamAttrID id,
+					const CUstreamAttrValue *v)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_SET_ATTR } };
 	struct vgpu_stream *st;
@@ -58,19 +61,8 @@ static CUresult set_attr(CUstream h, bool ptds, CUstreamAttrID id, const CUstrea
 	return rc;
 }
 
-VGPU_EXPORT CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
-					  const CUstreamAttrValue *value)
-{
-	return set_attr(hStream, false, attr, value);
-}
-
-VGPU_EXPORT CUresult cuStreamSetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr,
-					       const CUstreamAttrValue *value)
-{
-	return set_attr(hStream, true, attr, value);
-}
-
-static CUresult get_attr(CUstream h, bool ptds, CUstreamAttrID id, CUstreamAttrValue *out)
+CUresult vgpu_hand_cuStreamGetAttribute(bool ptds, CUstream h, CUstreamAttrID id,
+					CUstreamAttrValue *out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_GET_ATTR } };
 	CUstreamAttrValue v;
@@ -97,19 +89,7 @@ static CUresult get_attr(CUstream h, bool ptds, CUstreamAttrID id, CUstreamAttrV
 	return rc;
 }
 
-VGPU_EXPORT CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr,
-					  CUstreamAttrValue *value_out)
-{
-	return get_attr(hStream, false, attr, value_out);
-}
-
-VGPU_EXPORT CUresult cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr,
-					       CUstreamAttrValue *value_out)
-{
-	return get_attr(hStream, true, attr, value_out);
-}
-
-static CUresult copy_attrs(CUstream dst, CUstream src, bool ptds)
+CUresult vgpu_hand_cuStreamCopyAttributes(bool ptds, CUstream dst, CUstream src)
 {
 	struct vgpu_stream *st;
 	struct vgpu_ctx *dctx, *sctx;
@@ -132,14 +112,4 @@ static CUresult copy_attrs(CUstream dst, CUstream src, bool ptds)
 	if (!rc)
 		refresh_priority(st, dctx, did);
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
-{
-	return copy_attrs(dst, src, false);
-}
-
-VGPU_EXPORT CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src)
-{
-	return copy_attrs(dst, src, true);
 }
