@@ -239,4 +239,313 @@ CUresult backend_missing_cuLaunchGridAsync(CUfunction f, int grid_width, int gri
 extern __typeof__(backend_missing_cuLaunchGridAsync) host_cuLaunchGridAsync
 	__attribute__((weak, alias("backend_missing_cuLaunchGridAsync")));
 
+CUresult backend_missing_cuTexRefCreate(CUtexref *pTexRef)
+{
+	static int logged;
+
+	(void)pTexRef;
+	return missing("cuTexRefCreate", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefCreate) host_cuTexRefCreate
+	__attribute__((weak, alias("backend_missing_cuTexRefCreate")));
+
+CUresult backend_missing_cuTexRefDestroy(CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)hTexRef;
+	return missing("cuTexRefDestroy", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefDestroy) host_cuTexRefDestroy
+	__attribute__((weak, alias("backend_missing_cuTexRefDestroy")));
+
+CUresult backend_missing_cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name)
+{
+	static int logged;
+
+	(void)pTexRef;
+	(void)hmod;
+	(void)name;
+	return missing("cuModuleGetTexRef", &logged);
+}
+extern __typeof__(backend_missing_cuModuleGetTexRef) host_cuModuleGetTexRef
+	__attribute__((weak, alias("backend_missing_cuModuleGetTexRef")));
+
+CUresult backend_missing_cuTexRefSetAddress_v2(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr_v2 dptr, size_t bytes)
+{
+	static int logged;
+
+	(void)ByteOffset;
+	(void)hTexRef;
+	(void)dptr;
+	(void)bytes;
+	return missing("cuTexRefSetAddress_v2", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetAddress_v2) host_cuTexRefSetAddress_v2
+	__attribute__((weak, alias("backend_missing_cuTexRefSetAddress_v2")));
+
+CUresult backend_missing_cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v2 *desc, CUdeviceptr_v2 dptr, size_t Pitch)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)desc;
+	(void)dptr;
+	(void)Pitch;
+	return missing("cuTexRefSetAddress2D_v3", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetAddress2D_v3) host_cuTexRefSetAddress2D_v3
+	__attribute__((weak, alias("backend_missing_cuTexRefSetAddress2D_v3")));
+
+CUresult backend_missing_cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)fmt;
+	(void)NumPackedComponents;
+	return missing("cuTexRefSetFormat", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetFormat) host_cuTexRefSetFormat
+	__attribute__((weak, alias("backend_missing_cuTexRefSetFormat")));
+
+CUresult backend_missing_cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)dim;
+	(void)am;
+	return missing("cuTexRefSetAddressMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetAddressMode) host_cuTexRefSetAddressMode
+	__attribute__((weak, alias("backend_missing_cuTexRefSetAddressMode")));
+
+CUresult backend_missing_cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)fm;
+	return missing("cuTexRefSetFilterMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetFilterMode) host_cuTexRefSetFilterMode
+	__attribute__((weak, alias("backend_missing_cuTexRefSetFilterMode")));
+
+CUresult backend_missing_cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)fm;
+	return missing("cuTexRefSetMipmapFilterMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetMipmapFilterMode) host_cuTexRefSetMipmapFilterMode
+	__attribute__((weak, alias("backend_missing_cuTexRefSetMipmapFilterMode")));
+
+CUresult backend_missing_cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)bias;
+	return missing("cuTexRefSetMipmapLevelBias", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetMipmapLevelBias) host_cuTexRefSetMipmapLevelBias
+	__attribute__((weak, alias("backend_missing_cuTexRefSetMipmapLevelBias")));
+
+CUresult backend_missing_cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)minMipmapLevelClamp;
+	(void)maxMipmapLevelClamp;
+	return missing("cuTexRefSetMipmapLevelClamp", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetMipmapLevelClamp) host_cuTexRefSetMipmapLevelClamp
+	__attribute__((weak, alias("backend_missing_cuTexRefSetMipmapLevelClamp")));
+
+CUresult backend_missing_cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)maxAniso;
+	return missing("cuTexRefSetMaxAnisotropy", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetMaxAnisotropy) host_cuTexRefSetMaxAnisotropy
+	__attribute__((weak, alias("backend_missing_cuTexRefSetMaxAnisotropy")));
+
+CUresult backend_missing_cuTexRefSetBorderColor(CUtexref hTexRef, float *pBorderColor)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)pBorderColor;
+	return missing("cuTexRefSetBorderColor", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetBorderColor) host_cuTexRefSetBorderColor
+	__attribute__((weak, alias("backend_missing_cuTexRefSetBorderColor")));
+
+CUresult backend_missing_cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags)
+{
+	static int logged;
+
+	(void)hTexRef;
+	(void)Flags;
+	return missing("cuTexRefSetFlags", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefSetFlags) host_cuTexRefSetFlags
+	__attribute__((weak, alias("backend_missing_cuTexRefSetFlags")));
+
+CUresult backend_missing_cuTexRefGetAddress_v2(CUdeviceptr_v2 *pdptr, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pdptr;
+	(void)hTexRef;
+	return missing("cuTexRefGetAddress_v2", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetAddress_v2) host_cuTexRefGetAddress_v2
+	__attribute__((weak, alias("backend_missing_cuTexRefGetAddress_v2")));
+
+CUresult backend_missing_cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim)
+{
+	static int logged;
+
+	(void)pam;
+	(void)hTexRef;
+	(void)dim;
+	return missing("cuTexRefGetAddressMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetAddressMode) host_cuTexRefGetAddressMode
+	__attribute__((weak, alias("backend_missing_cuTexRefGetAddressMode")));
+
+CUresult backend_missing_cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pfm;
+	(void)hTexRef;
+	return missing("cuTexRefGetFilterMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetFilterMode) host_cuTexRefGetFilterMode
+	__attribute__((weak, alias("backend_missing_cuTexRefGetFilterMode")));
+
+CUresult backend_missing_cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pFormat;
+	(void)pNumChannels;
+	(void)hTexRef;
+	return missing("cuTexRefGetFormat", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetFormat) host_cuTexRefGetFormat
+	__attribute__((weak, alias("backend_missing_cuTexRefGetFormat")));
+
+CUresult backend_missing_cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pfm;
+	(void)hTexRef;
+	return missing("cuTexRefGetMipmapFilterMode", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetMipmapFilterMode) host_cuTexRefGetMipmapFilterMode
+	__attribute__((weak, alias("backend_missing_cuTexRefGetMipmapFilterMode")));
+
+CUresult backend_missing_cuTexRefGetMipmapLevelBias(float *pbias, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pbias;
+	(void)hTexRef;
+	return missing("cuTexRefGetMipmapLevelBias", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetMipmapLevelBias) host_cuTexRefGetMipmapLevelBias
+	__attribute__((weak, alias("backend_missing_cuTexRefGetMipmapLevelBias")));
+
+CUresult backend_missing_cuTexRefGetMipmapLevelClamp(float *pminMipmapLevelClamp, float *pmaxMipmapLevelClamp, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pminMipmapLevelClamp;
+	(void)pmaxMipmapLevelClamp;
+	(void)hTexRef;
+	return missing("cuTexRefGetMipmapLevelClamp", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetMipmapLevelClamp) host_cuTexRefGetMipmapLevelClamp
+	__attribute__((weak, alias("backend_missing_cuTexRefGetMipmapLevelClamp")));
+
+CUresult backend_missing_cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pmaxAniso;
+	(void)hTexRef;
+	return missing("cuTexRefGetMaxAnisotropy", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetMaxAnisotropy) host_cuTexRefGetMaxAnisotropy
+	__attribute__((weak, alias("backend_missing_cuTexRefGetMaxAnisotropy")));
+
+CUresult backend_missing_cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pBorderColor;
+	(void)hTexRef;
+	return missing("cuTexRefGetBorderColor", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetBorderColor) host_cuTexRefGetBorderColor
+	__attribute__((weak, alias("backend_missing_cuTexRefGetBorderColor")));
+
+CUresult backend_missing_cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)pFlags;
+	(void)hTexRef;
+	return missing("cuTexRefGetFlags", &logged);
+}
+extern __typeof__(backend_missing_cuTexRefGetFlags) host_cuTexRefGetFlags
+	__attribute__((weak, alias("backend_missing_cuTexRefGetFlags")));
+
+CUresult backend_missing_cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef)
+{
+	static int logged;
+
+	(void)hfunc;
+	(void)texunit;
+	(void)hTexRef;
+	return missing("cuParamSetTexRef", &logged);
+}
+extern __typeof__(backend_missing_cuParamSetTexRef) host_cuParamSetTexRef
+	__attribute__((weak, alias("backend_missing_cuParamSetTexRef")));
+
+CUresult backend_missing_cuCoredumpGetAttribute(CUcoredumpSettings get, void *value, size_t *size)
+{
+	static int logged;
+
+	(void)get;
+	(void)value;
+	(void)size;
+	return missing("cuCoredumpGetAttribute", &logged);
+}
+extern __typeof__(backend_missing_cuCoredumpGetAttribute) host_cuCoredumpGetAttribute
+	__attribute__((weak, alias("backend_missing_cuCoredumpGetAttribute")));
+
+CUresult backend_missing_cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, void *value, size_t *size)
+{
+	static int logged;
+
+	(void)get;
+	(void)value;
+	(void)size;
+	return missing("cuCoredumpGetAttributeGlobal", &logged);
+}
+extern __typeof__(backend_missing_cuCoredumpGetAttributeGlobal) host_cuCoredumpGetAttributeGlobal
+	__attribute__((weak, alias("backend_missing_cuCoredumpGetAttributeGlobal")));
+
 VGPU_GEN_SLOTS_END

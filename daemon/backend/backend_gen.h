@@ -36,6 +36,33 @@
 	X(cuLaunch) \
 	X(cuLaunchGrid) \
 	X(cuLaunchGridAsync) \
+	X(cuTexRefCreate) \
+	X(cuTexRefDestroy) \
+	X(cuModuleGetTexRef) \
+	X(cuTexRefSetAddress_v2) \
+	X(cuTexRefSetAddress2D_v3) \
+	X(cuTexRefSetFormat) \
+	X(cuTexRefSetAddressMode) \
+	X(cuTexRefSetFilterMode) \
+	X(cuTexRefSetMipmapFilterMode) \
+	X(cuTexRefSetMipmapLevelBias) \
+	X(cuTexRefSetMipmapLevelClamp) \
+	X(cuTexRefSetMaxAnisotropy) \
+	X(cuTexRefSetBorderColor) \
+	X(cuTexRefSetFlags) \
+	X(cuTexRefGetAddress_v2) \
+	X(cuTexRefGetAddressMode) \
+	X(cuTexRefGetFilterMode) \
+	X(cuTexRefGetFormat) \
+	X(cuTexRefGetMipmapFilterMode) \
+	X(cuTexRefGetMipmapLevelBias) \
+	X(cuTexRefGetMipmapLevelClamp) \
+	X(cuTexRefGetMaxAnisotropy) \
+	X(cuTexRefGetBorderColor) \
+	X(cuTexRefGetFlags) \
+	X(cuParamSetTexRef) \
+	X(cuCoredumpGetAttribute) \
+	X(cuCoredumpGetAttributeGlobal) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

@@ -69,6 +69,7 @@ struct worker {
 	CUcontext primary[VGPU_MAX_DEVICES];	/* retained at start-up */
 	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
 	struct obj_table ctxs, streams, events, modules, funcs, graphs, graph_execs;
+	struct obj_table gen_objs;	/* generated kinds (calls.def), aux: the kind */
 	uint32_t captures;		/* stream captures begun and not ended */
 	uint32_t cur_ctx;		/* ctx id current on the main thread */
 	CUresult deferred;		/* first error of an asynchronous call */

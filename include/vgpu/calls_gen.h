@@ -40,6 +40,41 @@
 	X(GEN_cuLaunch) \
 	X(GEN_cuLaunchGrid) \
 	X(GEN_cuLaunchGridAsync) \
+	X(GEN_cuTexRefCreate) \
+	X(GEN_cuTexRefDestroy) \
+	X(GEN_cuModuleGetTexRef) \
+	X(GEN_cuTexRefSetAddress) \
+	X(GEN_cuTexRefSetAddress2D) \
+	X(GEN_cuTexRefSetFormat) \
+	X(GEN_cuTexRefSetAddressMode) \
+	X(GEN_cuTexRefSetFilterMode) \
+	X(GEN_cuTexRefSetMipmapFilterMode) \
+	X(GEN_cuTexRefSetMipmapLevelBias) \
+	X(GEN_cuTexRefSetMipmapLevelClamp) \
+	X(GEN_cuTexRefSetMaxAnisotropy) \
+	X(GEN_cuTexRefSetBorderColor) \
+	X(GEN_cuTexRefSetFlags) \
+	X(GEN_cuTexRefGetAddress) \
+	X(GEN_cuTexRefGetAddressMode) \
+	X(GEN_cuTexRefGetFilterMode) \
+	X(GEN_cuTexRefGetFormat) \
+	X(GEN_cuTexRefGetMipmapFilterMode) \
+	X(GEN_cuTexRefGetMipmapLevelBias) \
+	X(GEN_cuTexRefGetMipmapLevelClamp) \
+	X(GEN_cuTexRefGetMaxAnisotropy) \
+	X(GEN_cuTexRefGetBorderColor) \
+	X(GEN_cuTexRefGetFlags) \
+	X(GEN_cuParamSetTexRef) \
+	X(GEN_cuCoredumpGetAttribute) \
+	X(GEN_cuCoredumpGetAttributeGlobal) \
+
+/* Kinds of the handles the runtime issues for generated calls alone. */
+enum vgpu_gen_kind {
+	VGPU_GEN_KIND_NONE,
+	VGPU_GEN_KIND_TEXREF,	/* CUtexref */
+	VGPU_GEN_KINDS
+};
+#define VGPU_GEN_KIND_NAMES { "none", "CUtexref" }
 
 #endif /* VGPU_CALLS_GEN_H */
 
@@ -259,5 +294,300 @@ struct vgpu_res_cuLaunchGridAsync {
 };
 _Static_assert(sizeof(struct vgpu_args_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: outputs too large");
+
+/* CUresult cuTexRefCreate(CUtexref *pTexRef) */
+struct vgpu_args_cuTexRefCreate {
+	uint32_t pTexRef;
+};
+struct vgpu_res_cuTexRefCreate {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefCreate) <= VGPU_GEN_WIRE_MAX, "cuTexRefCreate: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefCreate) <= VGPU_GEN_WIRE_MAX, "cuTexRefCreate: outputs too large");
+
+/* CUresult cuTexRefDestroy(CUtexref hTexRef) */
+struct vgpu_args_cuTexRefDestroy {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefDestroy {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefDestroy) <= VGPU_GEN_WIRE_MAX, "cuTexRefDestroy: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefDestroy) <= VGPU_GEN_WIRE_MAX, "cuTexRefDestroy: outputs too large");
+
+/* CUresult cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name) */
+struct vgpu_args_cuModuleGetTexRef {
+	uint32_t pTexRef;
+	uint32_t hmod;
+};
+struct vgpu_res_cuModuleGetTexRef {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuModuleGetTexRef) <= VGPU_GEN_WIRE_MAX, "cuModuleGetTexRef: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuModuleGetTexRef) <= VGPU_GEN_WIRE_MAX, "cuModuleGetTexRef: outputs too large");
+
+/* CUresult cuTexRefSetAddress_v2(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr_v2 dptr, size_t bytes) */
+struct vgpu_args_cuTexRefSetAddress {
+	uint32_t hTexRef;
+	uint64_t dptr;
+	size_t bytes;
+};
+struct vgpu_res_cuTexRefSetAddress {
+	size_t ByteOffset;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetAddress) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddress: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetAddress) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddress: outputs too large");
+
+/* CUresult cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v2 *desc, CUdeviceptr_v2 dptr, size_t Pitch) */
+struct vgpu_args_cuTexRefSetAddress2D {
+	uint32_t hTexRef;
+	CUDA_ARRAY_DESCRIPTOR_v2 desc;
+	uint64_t dptr;
+	size_t Pitch;
+};
+struct vgpu_res_cuTexRefSetAddress2D {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetAddress2D) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddress2D: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetAddress2D) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddress2D: outputs too large");
+
+/* CUresult cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents) */
+struct vgpu_args_cuTexRefSetFormat {
+	uint32_t hTexRef;
+	CUarray_format fmt;
+	int NumPackedComponents;
+};
+struct vgpu_res_cuTexRefSetFormat {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetFormat) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFormat: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetFormat) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFormat: outputs too large");
+
+/* CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am) */
+struct vgpu_args_cuTexRefSetAddressMode {
+	uint32_t hTexRef;
+	int dim;
+	CUaddress_mode am;
+};
+struct vgpu_res_cuTexRefSetAddressMode {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetAddressMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddressMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetAddressMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetAddressMode: outputs too large");
+
+/* CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm) */
+struct vgpu_args_cuTexRefSetFilterMode {
+	uint32_t hTexRef;
+	CUfilter_mode fm;
+};
+struct vgpu_res_cuTexRefSetFilterMode {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFilterMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFilterMode: outputs too large");
+
+/* CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm) */
+struct vgpu_args_cuTexRefSetMipmapFilterMode {
+	uint32_t hTexRef;
+	CUfilter_mode fm;
+};
+struct vgpu_res_cuTexRefSetMipmapFilterMode {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetMipmapFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapFilterMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetMipmapFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapFilterMode: outputs too large");
+
+/* CUresult cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias) */
+struct vgpu_args_cuTexRefSetMipmapLevelBias {
+	uint32_t hTexRef;
+	float bias;
+};
+struct vgpu_res_cuTexRefSetMipmapLevelBias {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetMipmapLevelBias) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapLevelBias: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetMipmapLevelBias) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapLevelBias: outputs too large");
+
+/* CUresult cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp) */
+struct vgpu_args_cuTexRefSetMipmapLevelClamp {
+	uint32_t hTexRef;
+	float minMipmapLevelClamp;
+	float maxMipmapLevelClamp;
+};
+struct vgpu_res_cuTexRefSetMipmapLevelClamp {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetMipmapLevelClamp) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapLevelClamp: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetMipmapLevelClamp) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMipmapLevelClamp: outputs too large");
+
+/* CUresult cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso) */
+struct vgpu_args_cuTexRefSetMaxAnisotropy {
+	uint32_t hTexRef;
+	unsigned int maxAniso;
+};
+struct vgpu_res_cuTexRefSetMaxAnisotropy {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetMaxAnisotropy) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMaxAnisotropy: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetMaxAnisotropy) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetMaxAnisotropy: outputs too large");
+
+/* CUresult cuTexRefSetBorderColor(CUtexref hTexRef, float *pBorderColor) */
+struct vgpu_args_cuTexRefSetBorderColor {
+	uint32_t hTexRef;
+	float pBorderColor[4];
+};
+struct vgpu_res_cuTexRefSetBorderColor {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetBorderColor) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetBorderColor: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetBorderColor) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetBorderColor: outputs too large");
+
+/* CUresult cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags) */
+struct vgpu_args_cuTexRefSetFlags {
+	uint32_t hTexRef;
+	unsigned int Flags;
+};
+struct vgpu_res_cuTexRefSetFlags {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefSetFlags) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFlags: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefSetFlags) <= VGPU_GEN_WIRE_MAX, "cuTexRefSetFlags: outputs too large");
+
+/* CUresult cuTexRefGetAddress_v2(CUdeviceptr_v2 *pdptr, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetAddress {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetAddress {
+	CUdeviceptr pdptr;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetAddress) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetAddress: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetAddress) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetAddress: outputs too large");
+
+/* CUresult cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim) */
+struct vgpu_args_cuTexRefGetAddressMode {
+	uint32_t hTexRef;
+	int dim;
+};
+struct vgpu_res_cuTexRefGetAddressMode {
+	CUaddress_mode pam;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetAddressMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetAddressMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetAddressMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetAddressMode: outputs too large");
+
+/* CUresult cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetFilterMode {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetFilterMode {
+	CUfilter_mode pfm;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFilterMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFilterMode: outputs too large");
+
+/* CUresult cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetFormat {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetFormat {
+	CUarray_format pFormat;
+	int pNumChannels;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetFormat) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFormat: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetFormat) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFormat: outputs too large");
+
+/* CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetMipmapFilterMode {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetMipmapFilterMode {
+	CUfilter_mode pfm;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetMipmapFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapFilterMode: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetMipmapFilterMode) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapFilterMode: outputs too large");
+
+/* CUresult cuTexRefGetMipmapLevelBias(float *pbias, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetMipmapLevelBias {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetMipmapLevelBias {
+	float pbias;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetMipmapLevelBias) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapLevelBias: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetMipmapLevelBias) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapLevelBias: outputs too large");
+
+/* CUresult cuTexRefGetMipmapLevelClamp(float *pminMipmapLevelClamp, float *pmaxMipmapLevelClamp, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetMipmapLevelClamp {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetMipmapLevelClamp {
+	float pminMipmapLevelClamp;
+	float pmaxMipmapLevelClamp;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetMipmapLevelClamp) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapLevelClamp: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetMipmapLevelClamp) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMipmapLevelClamp: outputs too large");
+
+/* CUresult cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetMaxAnisotropy {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetMaxAnisotropy {
+	int pmaxAniso;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetMaxAnisotropy) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMaxAnisotropy: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetMaxAnisotropy) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetMaxAnisotropy: outputs too large");
+
+/* CUresult cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetBorderColor {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetBorderColor {
+	float pBorderColor[4];
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetBorderColor) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetBorderColor: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetBorderColor) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetBorderColor: outputs too large");
+
+/* CUresult cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef) */
+struct vgpu_args_cuTexRefGetFlags {
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuTexRefGetFlags {
+	unsigned int pFlags;
+};
+_Static_assert(sizeof(struct vgpu_args_cuTexRefGetFlags) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFlags: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuTexRefGetFlags) <= VGPU_GEN_WIRE_MAX, "cuTexRefGetFlags: outputs too large");
+
+/* CUresult cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef) */
+struct vgpu_args_cuParamSetTexRef {
+	uint32_t hfunc;
+	int texunit;
+	uint32_t hTexRef;
+};
+struct vgpu_res_cuParamSetTexRef {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuParamSetTexRef) <= VGPU_GEN_WIRE_MAX, "cuParamSetTexRef: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuParamSetTexRef) <= VGPU_GEN_WIRE_MAX, "cuParamSetTexRef: outputs too large");
+
+/* CUresult cuCoredumpGetAttribute(CUcoredumpSettings get, void *value, size_t *size) */
+struct vgpu_args_cuCoredumpGetAttribute {
+	CUcoredumpSettings get;
+	uint64_t size;
+};
+struct vgpu_res_cuCoredumpGetAttribute {
+	uint64_t size;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCoredumpGetAttribute) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttribute: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCoredumpGetAttribute) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttribute: outputs too large");
+
+/* CUresult cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, void *value, size_t *size) */
+struct vgpu_args_cuCoredumpGetAttributeGlobal {
+	CUcoredumpSettings get;
+	uint64_t size;
+};
+struct vgpu_res_cuCoredumpGetAttributeGlobal {
+	uint64_t size;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCoredumpGetAttributeGlobal) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttributeGlobal: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCoredumpGetAttributeGlobal) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttributeGlobal: outputs too large");
 
 #endif /* CUDA_VERSION */

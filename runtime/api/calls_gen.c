@@ -388,3 +388,615 @@ VGPU_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_he
 	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
 	return rc_;
 }
+
+VGPU_EXPORT CUresult cuTexRefCreate(CUtexref *pTexRef)
+{
+	struct vgpu_args_cuTexRefCreate in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefCreate, .sync = true, .ptds = false, .noctx = false };
+	struct vgpu_gen_obj *new_ = NULL;
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pTexRef)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (!rc_)
+		rc_ = vgpu_fwd_gen_new(&fwd_, VGPU_GEN_KIND_TEXREF, &new_, &in_.pTexRef);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	vgpu_fwd_gen_made(new_, rc_, (void **)pTexRef);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefDestroy(CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefDestroy in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefDestroy, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	if (!rc_)
+		vgpu_fwd_gen_free(hTexRef);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name)
+{
+	struct vgpu_args_cuModuleGetTexRef in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuModuleGetTexRef, .sync = true, .ptds = false, .noctx = false };
+	size_t name_len_ = 0;
+	struct vgpu_gen_obj *new_ = NULL;
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pTexRef)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_module(&fwd_, hmod, &in_.hmod);
+	if (!rc_)
+		rc_ = vgpu_fwd_str(name, &name_len_);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (!rc_)
+		rc_ = vgpu_fwd_gen_new(&fwd_, VGPU_GEN_KIND_TEXREF, &new_, &in_.pTexRef);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), name, name_len_, NULL, 0, NULL, 0);
+	vgpu_fwd_gen_made(new_, rc_, (void **)pTexRef);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetAddress_v2(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr_v2 dptr, size_t bytes)
+{
+	struct vgpu_args_cuTexRefSetAddress in_;
+	struct vgpu_res_cuTexRefSetAddress out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetAddress, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !ByteOffset)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.dptr = dptr;
+	in_.bytes = bytes;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*ByteOffset = out_.ByteOffset;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetAddress2D_v2(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v2 *desc, CUdeviceptr_v2 dptr, size_t Pitch)
+{
+	struct vgpu_args_cuTexRefSetAddress2D in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetAddress2D, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_ && !desc)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		memcpy(&in_.desc, desc, sizeof(in_.desc));
+	in_.dptr = dptr;
+	in_.Pitch = Pitch;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v2 *desc, CUdeviceptr_v2 dptr, size_t Pitch)
+{
+	struct vgpu_args_cuTexRefSetAddress2D in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetAddress2D, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_ && !desc)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		memcpy(&in_.desc, desc, sizeof(in_.desc));
+	in_.dptr = dptr;
+	in_.Pitch = Pitch;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents)
+{
+	struct vgpu_args_cuTexRefSetFormat in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetFormat, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.fmt = fmt;
+	in_.NumPackedComponents = NumPackedComponents;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am)
+{
+	struct vgpu_args_cuTexRefSetAddressMode in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetAddressMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.dim = dim;
+	in_.am = am;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	struct vgpu_args_cuTexRefSetFilterMode in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetFilterMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.fm = fm;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	struct vgpu_args_cuTexRefSetMipmapFilterMode in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetMipmapFilterMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.fm = fm;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias)
+{
+	struct vgpu_args_cuTexRefSetMipmapLevelBias in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetMipmapLevelBias, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.bias = bias;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp)
+{
+	struct vgpu_args_cuTexRefSetMipmapLevelClamp in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetMipmapLevelClamp, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.minMipmapLevelClamp = minMipmapLevelClamp;
+	in_.maxMipmapLevelClamp = maxMipmapLevelClamp;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso)
+{
+	struct vgpu_args_cuTexRefSetMaxAnisotropy in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetMaxAnisotropy, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.maxAniso = maxAniso;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetBorderColor(CUtexref hTexRef, float *pBorderColor)
+{
+	struct vgpu_args_cuTexRefSetBorderColor in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetBorderColor, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_ && !pBorderColor)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		memcpy(in_.pBorderColor, pBorderColor, sizeof(in_.pBorderColor));
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags)
+{
+	struct vgpu_args_cuTexRefSetFlags in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefSetFlags, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.Flags = Flags;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetAddress_v2(CUdeviceptr_v2 *pdptr, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetAddress in_;
+	struct vgpu_res_cuTexRefGetAddress out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetAddress, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pdptr)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pdptr = out_.pdptr;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim)
+{
+	struct vgpu_args_cuTexRefGetAddressMode in_;
+	struct vgpu_res_cuTexRefGetAddressMode out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetAddressMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pam)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	in_.dim = dim;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pam = out_.pam;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetFilterMode in_;
+	struct vgpu_res_cuTexRefGetFilterMode out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetFilterMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pfm)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pfm = out_.pfm;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetFormat in_;
+	struct vgpu_res_cuTexRefGetFormat out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetFormat, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pFormat)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && !pNumChannels)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pFormat = out_.pFormat;
+	*pNumChannels = out_.pNumChannels;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetMipmapFilterMode in_;
+	struct vgpu_res_cuTexRefGetMipmapFilterMode out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetMipmapFilterMode, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pfm)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pfm = out_.pfm;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetMipmapLevelBias(float *pbias, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetMipmapLevelBias in_;
+	struct vgpu_res_cuTexRefGetMipmapLevelBias out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetMipmapLevelBias, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pbias)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pbias = out_.pbias;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetMipmapLevelClamp(float *pminMipmapLevelClamp, float *pmaxMipmapLevelClamp, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetMipmapLevelClamp in_;
+	struct vgpu_res_cuTexRefGetMipmapLevelClamp out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetMipmapLevelClamp, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pminMipmapLevelClamp)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && !pmaxMipmapLevelClamp)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pminMipmapLevelClamp = out_.pminMipmapLevelClamp;
+	*pmaxMipmapLevelClamp = out_.pmaxMipmapLevelClamp;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetMaxAnisotropy in_;
+	struct vgpu_res_cuTexRefGetMaxAnisotropy out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetMaxAnisotropy, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pmaxAniso)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pmaxAniso = out_.pmaxAniso;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetBorderColor in_;
+	struct vgpu_res_cuTexRefGetBorderColor out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetBorderColor, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pBorderColor)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	memcpy(pBorderColor, out_.pBorderColor, sizeof(out_.pBorderColor));
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef)
+{
+	struct vgpu_args_cuTexRefGetFlags in_;
+	struct vgpu_res_cuTexRefGetFlags out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuTexRefGetFlags, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pFlags)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pFlags = out_.pFlags;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef)
+{
+	struct vgpu_args_cuParamSetTexRef in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuParamSetTexRef, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_func(&fwd_, hfunc, &in_.hfunc);
+	in_.texunit = texunit;
+	if (!rc_)
+		rc_ = vgpu_fwd_gen(&fwd_, hTexRef, VGPU_GEN_KIND_TEXREF, &in_.hTexRef);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuCoredumpGetAttribute(CUcoredumpSettings get, void *value, size_t *size)
+{
+	struct vgpu_args_cuCoredumpGetAttribute in_;
+	struct vgpu_res_cuCoredumpGetAttribute out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuCoredumpGetAttribute, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	in_.get = get;
+	if (!rc_ && !size)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		in_.size = *size;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (!value)
+		in_.size = 0;
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), value, in_.size * sizeof(uint8_t));
+	if (rc_)
+		return rc_;
+	*size = out_.size;
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, void *value, size_t *size)
+{
+	struct vgpu_args_cuCoredumpGetAttributeGlobal in_;
+	struct vgpu_res_cuCoredumpGetAttributeGlobal out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuCoredumpGetAttributeGlobal, .sync = true, .ptds = false, .noctx = true };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	in_.get = get;
+	if (!rc_ && !size)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		in_.size = *size;
+	if (!value)
+		in_.size = 0;
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), value, in_.size * sizeof(uint8_t));
+	if (rc_)
+		return rc_;
+	*size = out_.size;
+	return rc_;
+}

@@ -5,6 +5,7 @@
 
 #include "forward.h"
 #include "graph.h"
+#include "module.h"
 
 static void take_ctx(struct vgpu_fwd *f, struct vgpu_ctx *c)
 {
@@ -57,6 +58,77 @@ CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
 		return rc;
 	take_ctx(f, fn->mod->ctx);
 	*id = fn->id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id)
+{
+	struct module *m;
+	CUresult rc = vgpu_module_resolve(h, &m);
+
+	if (rc)
+		return rc;
+	take_ctx(f, m->m.ctx);
+	*id = m->m.id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind, uint32_t *id)
+{
+	const struct vgpu_gen_obj *o = h;
+
+	if (!o || o->magic != VGPU_GEN_MAGIC || o->kind != (uint32_t)kind)
+		return CUDA_ERROR_INVALID_HANDLE;
+	take_ctx(f, o->ctx);
+	*id = o->id;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_fwd_gen_new(struct vgpu_fwd *f, enum vgpu_gen_kind kind, struct vgpu_gen_obj **obj,
+			  uint32_t *id)
+{
+	struct vgpu_gen_obj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->id = vgpu_id_alloc(VGPU_K_GEN);
+	if (!o->id) {
+		free(o);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	o->magic = VGPU_GEN_MAGIC;
+	o->kind = kind;
+	o->ctx = f->ctx;
+	*obj = o;
+	*id = o->id;
+	return CUDA_SUCCESS;
+}
+
+void vgpu_fwd_gen_made(struct vgpu_gen_obj *obj, CUresult rc, void **out)
+{
+	if (!rc) {
+		*out = obj;
+		return;
+	}
+	vgpu_fwd_gen_free(obj);
+}
+
+void vgpu_fwd_gen_free(const void *h)
+{
+	struct vgpu_gen_obj *o = (struct vgpu_gen_obj *)h;
+
+	o->magic = 0;
+	vgpu_id_free(VGPU_K_GEN, o->id);
+	free(o);
+}
+
+CUresult vgpu_fwd_str(const char *s, size_t *len)
+{
+	size_t n = s ? strnlen(s, VGPU_MAX_NAME) : VGPU_MAX_NAME;
+
+	if (n >= VGPU_MAX_NAME)
+		return CUDA_ERROR_INVALID_VALUE;	/* NULL, or longer than a name may be */
+	*len = n + 1;
 	return CUDA_SUCCESS;
 }
 

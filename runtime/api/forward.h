@@ -28,14 +28,37 @@ struct vgpu_fwd {
 	uint32_t stream;	/* the stream id, when a stream handle was given */
 };
 
+/* A handle of a generated kind (calls.def `kind`): no hand-written code
+ * knows the object; its id is all the worker needs. */
+struct vgpu_gen_obj {
+	uint32_t magic;		/* VGPU_GEN_MAGIC while live */
+	uint32_t kind;		/* enum vgpu_gen_kind */
+	uint32_t id;
+	struct vgpu_ctx *ctx;	/* the context it was made in */
+};
+#define VGPU_GEN_MAGIC 0x7667656eu	/* "vgen" */
+
 VGPU_HIDDEN CUresult vgpu_fwd_ctx(struct vgpu_fwd *f, CUcontext h, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_fwd_stream(struct vgpu_fwd *f, CUstream h, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_fwd_event(struct vgpu_fwd *f, CUevent h, uint32_t *id);
 /* CUfunction or CUkernel (the same objects in vgpu). */
 VGPU_HIDDEN CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id);
+VGPU_HIDDEN CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_fwd_graph(struct vgpu_fwd *f, CUgraph h, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_fwd_exec(struct vgpu_fwd *f, CUgraphExec h, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id);
+VGPU_HIDDEN CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind,
+				  uint32_t *id);
+/* A handle of @kind about to be made: its object and id; then, with the
+ * call's result, the program's handle (or the object freed); and freed
+ * once its destroy call succeeded. */
+VGPU_HIDDEN CUresult vgpu_fwd_gen_new(struct vgpu_fwd *f, enum vgpu_gen_kind kind,
+				      struct vgpu_gen_obj **obj, uint32_t *id);
+VGPU_HIDDEN void vgpu_fwd_gen_made(struct vgpu_gen_obj *obj, CUresult rc, void **out);
+VGPU_HIDDEN void vgpu_fwd_gen_free(const void *h);
+/* A name the worker takes: NUL-terminated, VGPU_MAX_NAME bytes at most
+ * (*len: with its NUL). */
+VGPU_HIDDEN CUresult vgpu_fwd_str(const char *s, size_t *len);
 /* A device ordinal the session has (CUDA_ERROR_INVALID_DEVICE otherwise). */
 VGPU_HIDDEN CUresult vgpu_fwd_dev(CUdevice d, int32_t *out);
 /* No handle named a context: the calling thread's current one. */

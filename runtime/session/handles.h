@@ -22,6 +22,7 @@ enum vgpu_kind {
 	VGPU_K_GRAPH,
 	VGPU_K_GRAPH_EXEC,
 	VGPU_K_POOL,		/* default pools of device d are d + 1 */
+	VGPU_K_GEN,		/* generated kinds (forward.h), one id space */
 	VGPU_K_COUNT
 };
 

@@ -4,8 +4,8 @@
  * calls.def): the legacy launch API (block shape and parameters kept by
  * the driver per function, then cuLaunch, cuLaunchGrid, cuLaunchGridAsync),
  * graph nodes disabled and enabled in an instance, a memset node's
- * parameters read back, the instance's flags, and the context and device
- * queries. The GPU suite compares this output with the native run's. The
+ * parameters read back, the instance's flags, texture references made,
+ * set, read back and destroyed, and the context and device queries. The GPU suite compares this output with the native run's. The
  * host backend emulates none of them: the program says so and is skipped.
  */
 #include <stdint.h>
@@ -95,6 +95,45 @@ static void graph_nodes(CUcontext ctx, CUfunction f, CUdeviceptr p, CUstream s)
 	MUST(cuGraphDestroy(g));
 }
 
+static void texrefs(CUdeviceptr p)
+{
+	float border[4] = { 1, 2, 3, 4 }, got[4] = { 0 };
+	CUaddress_mode am = CU_TR_ADDRESS_MODE_WRAP;
+	CUfilter_mode fm = CU_TR_FILTER_MODE_POINT;
+	CUarray_format fmt = CU_AD_FORMAT_UNSIGNED_INT8;
+	CUdeviceptr addr = 0;
+	unsigned int flags = 0;
+	size_t offset = 99;
+	int channels = 0;
+	CUtexref t;
+	CUresult rc;
+
+	rc = cuTexRefCreate(&t);
+	printf("cuTexRefCreate: %s\n", errname(rc));
+	if (rc)
+		return;
+	EXPECT_OK(cuTexRefSetFormat(t, CU_AD_FORMAT_FLOAT, 2), "cuTexRefSetFormat");
+	EXPECT_OK(cuTexRefGetFormat(&fmt, &channels, t), "cuTexRefGetFormat");
+	expect(fmt == CU_AD_FORMAT_FLOAT && channels == 2, "the format reads back", CUDA_SUCCESS);
+	EXPECT_OK(cuTexRefSetAddressMode(t, 1, CU_TR_ADDRESS_MODE_CLAMP), "cuTexRefSetAddressMode");
+	EXPECT_OK(cuTexRefGetAddressMode(&am, t, 1), "cuTexRefGetAddressMode");
+	expect(am == CU_TR_ADDRESS_MODE_CLAMP, "the address mode reads back", CUDA_SUCCESS);
+	EXPECT_OK(cuTexRefSetFilterMode(t, CU_TR_FILTER_MODE_LINEAR), "cuTexRefSetFilterMode");
+	EXPECT_OK(cuTexRefGetFilterMode(&fm, t), "cuTexRefGetFilterMode");
+	expect(fm == CU_TR_FILTER_MODE_LINEAR, "the filter mode reads back", CUDA_SUCCESS);
+	EXPECT_OK(cuTexRefSetFlags(t, CU_TRSF_NORMALIZED_COORDINATES), "cuTexRefSetFlags");
+	EXPECT_OK(cuTexRefGetFlags(&flags, t), "cuTexRefGetFlags");
+	expect(flags == CU_TRSF_NORMALIZED_COORDINATES, "the flags read back", CUDA_SUCCESS);
+	EXPECT_OK(cuTexRefSetBorderColor(t, border), "cuTexRefSetBorderColor");
+	EXPECT_OK(cuTexRefGetBorderColor(got, t), "cuTexRefGetBorderColor");
+	expect(!memcmp(got, border, sizeof(got)), "the border colour reads back", CUDA_SUCCESS);
+	rc = cuTexRefSetAddress(&offset, t, p, 4096);
+	printf("cuTexRefSetAddress: %s, offset %zu\n", errname(rc), rc ? (size_t)0 : offset);
+	rc = cuTexRefGetAddress(&addr, t);
+	printf("cuTexRefGetAddress: %s, %s\n", errname(rc), !rc && addr == p ? "the same" : "other");
+	EXPECT_OK(cuTexRefDestroy(t), "cuTexRefDestroy");
+}
+
 static void queries(CUdevice dev)
 {
 	CUexecAffinityParam aff;
@@ -147,6 +186,7 @@ int main(void)
 	MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	legacy_launch(f, p, s);
 	graph_nodes(ctx, f, p, s);
+	texrefs(p);
 	queries(dev);
 	MUST(cuStreamDestroy(s));
 	MUST(cuMemFree(p));

@@ -211,7 +211,8 @@ static void prepare(void)
 		.dev_window_size = 64u << 20,
 	};
 	const struct op_desc *tabs[] = { exec_ctx_ops, exec_memory_ops, exec_stream_ops,
-					 exec_module_ops, exec_graph_ops, exec_bulk_ops };
+					 exec_module_ops, exec_graph_ops, exec_bulk_ops,
+					 exec_gen_ops };
 
 	setenv("VGPU_HOST_DEVICE_MEM", "67108864", 1);
 	trace = getenv("FUZZ_RING_TRACE") != NULL;

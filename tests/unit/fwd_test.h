@@ -13,11 +13,19 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "vgpu/calls_gen.h"
+
 struct vgpu_backend;
 
-enum fwd_kind { FWD_CTX, FWD_STREAM, FWD_EVENT, FWD_FUNC, FWD_GRAPH, FWD_EXEC, FWD_NODE, FWD_KINDS };
+/* FWD_GEN: a handle of a generated kind (the second argument below says
+ * which); FWD_NEW: the objects the backend makes for a call's `new`. */
+enum fwd_kind {
+	FWD_CTX, FWD_STREAM, FWD_EVENT, FWD_FUNC, FWD_MODULE, FWD_GRAPH, FWD_EXEC, FWD_NODE,
+	FWD_GEN, FWD_NEW, FWD_KINDS
+};
 
 #define FWD_TEST_COUNT 3	/* elements of the arrays the test passes */
+#define FWD_TEST_NAME "vgpu_test_name"
 
 struct fwd_test_env {
 	struct vgpu_backend *backend;
@@ -28,11 +36,18 @@ struct fwd_test_case {
 	void (*run)(struct fwd_test_env *env);
 };
 
-/* The program's handle of @kind number @seed (1..8), and the object the
- * worker holds for it; a handle of no kind at all. */
-void *fwd_test_handle(enum fwd_kind kind, int seed);
-void *fwd_test_obj(enum fwd_kind kind, int seed);
+/* The program's handle of @kind (@gen: which generated kind) number @seed
+ * (1..8), and the object the worker holds for it; a handle of no kind. */
+void *fwd_test_handle(enum fwd_kind kind, int gen, int seed);
+void *fwd_test_obj(enum fwd_kind kind, int gen, int seed);
 void *fwd_test_wrong_handle(void);
+/* A `new` handle the program got is live, of generated kind @gen, and the
+ * worker keeps FWD_NEW's object @seed under its id; a `del` handle's object
+ * is no longer kept. */
+bool fwd_test_made(const void *h, int gen, int seed);
+bool fwd_test_gone(int gen, int seed);
+/* A name longer than a name may be. */
+const char *fwd_test_long_name(void);
 /* Device 1 of the session's two. */
 extern const int fwd_test_device;
 /* Backend slots reached since the test last zeroed it. */
@@ -55,6 +70,12 @@ int fwd_test_run(const struct fwd_test_case *cases, size_t n);
 struct vgpu_sqe;
 struct vgpu_cqe;
 void fwd_test_worker_init(void);
+/* The object the worker keeps under a generated kind's id (NULL: none);
+ * an object put there. */
+void *fwd_test_worker_gen(unsigned int id, int gen);
+void fwd_test_worker_gen_put(unsigned int id, int gen, void *obj);
+/* The id the test gives handle @seed of generated kind @gen. */
+#define FWD_GEN_ID(gen, seed) ((unsigned int)(gen) * 10u + (unsigned int)(seed))
 void fwd_test_worker_run(const struct vgpu_sqe *sqe, const void *payload, unsigned int len,
 			 struct vgpu_cqe *cqe, void *reply, unsigned int reply_cap);
 struct vgpu_backend *fwd_test_backend(void);

@@ -7,6 +7,7 @@
 #include "forward.h"
 #include "fwd_test.h"
 #include "graph.h"
+#include "module.h"
 
 struct fake {
 	int kind, seed;
@@ -15,14 +16,79 @@ struct fake {
 static struct fake fakes[FWD_KINDS][9], wrong = { -1, 0 };
 static struct vgpu_ctx ctx = { .magic = VGPU_CTX_MAGIC, .id = 1 };
 static struct vgpu_module mod = { .magic = VGPU_MODULE_MAGIC, .id = 1, .ctx = &ctx };
+static struct module modules[9];
 static struct vgpu_event events[9];
 static struct vgpu_func *funcs[9];
 const int fwd_test_device = 1;
 
-void *fwd_test_handle(enum fwd_kind kind, int seed)
+static int seed_of(const void *h, enum fwd_kind kind);
+
+void *fwd_test_handle(enum fwd_kind kind, int gen, int seed)
 {
-	fakes[kind][seed] = (struct fake){ kind, seed };
-	return &fakes[kind][seed];
+	struct vgpu_gen_obj *o;
+
+	if (kind != FWD_GEN) {
+		fakes[kind][seed] = (struct fake){ kind, seed };
+		return &fakes[kind][seed];
+	}
+	/* A live object of a generated kind, as vgpu_fwd_gen_new makes them
+	 * (a `del` call frees it). */
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		abort();
+	*o = (struct vgpu_gen_obj){ .magic = VGPU_GEN_MAGIC, .kind = (uint32_t)gen,
+				    .id = FWD_GEN_ID(gen, seed), .ctx = &ctx };
+	if (!fwd_test_worker_gen(o->id, gen))
+		fwd_test_worker_gen_put(o->id, gen, fwd_test_obj(FWD_GEN, gen, seed));
+	return o;
+}
+
+bool fwd_test_made(const void *h, int gen, int seed)
+{
+	const struct vgpu_gen_obj *o = h;
+
+	return o && o->magic == VGPU_GEN_MAGIC && o->kind == (uint32_t)gen &&
+	       fwd_test_worker_gen(o->id, gen) == fwd_test_obj(FWD_NEW, 0, seed);
+}
+
+bool fwd_test_gone(int gen, int seed)
+{
+	return !fwd_test_worker_gen(FWD_GEN_ID(gen, seed), gen);
+}
+
+const char *fwd_test_long_name(void)
+{
+	static char name[VGPU_MAX_NAME + 16];
+
+	memset(name, 'a', sizeof(name) - 1);
+	return name;
+}
+
+/* Ids of objects made by generated calls, clear of FWD_GEN_ID's. */
+uint32_t vgpu_id_alloc(enum vgpu_kind k)
+{
+	static uint32_t next = 1000;
+
+	(void)k;
+	return next++;
+}
+
+void vgpu_id_free(enum vgpu_kind k, uint32_t id)
+{
+	(void)k;
+	(void)id;
+}
+
+CUresult vgpu_module_resolve(void *h, struct module **out)
+{
+	int s = seed_of(h, FWD_MODULE);
+
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	modules[s].m = (struct vgpu_module){ .magic = VGPU_MODULE_MAGIC, .id = (uint32_t)s,
+					     .ctx = &ctx };
+	*out = &modules[s];
+	return CUDA_SUCCESS;
 }
 
 void *fwd_test_wrong_handle(void)

@@ -10,14 +10,27 @@
 static struct worker w;
 static struct obj_table *tables[FWD_KINDS];
 static struct obj_table nodes;
-static char objs[FWD_KINDS][9];		/* the "real" objects: their addresses */
+static char objs[FWD_KINDS][VGPU_GEN_KINDS][9];	/* the "real" objects: their addresses */
 static const char *current;
 static int failed;
 int fwd_test_reached;
 
-void *fwd_test_obj(enum fwd_kind kind, int seed)
+void *fwd_test_obj(enum fwd_kind kind, int gen, int seed)
 {
-	return &objs[kind][seed];
+	return &objs[kind][gen][seed];
+}
+
+void *fwd_test_worker_gen(unsigned int id, int gen)
+{
+	struct obj_entry *e = obj_get(&w.gen_objs, id);
+
+	return e && e->aux == (uint64_t)gen ? e->obj : NULL;
+}
+
+void fwd_test_worker_gen_put(unsigned int id, int gen, void *obj)
+{
+	if (obj_insert(&w.gen_objs, id, obj, (uint64_t)gen, NULL))
+		abort();
 }
 
 int worker_addr_ok(struct worker *wk, uint64_t p, uint64_t len)
@@ -41,15 +54,17 @@ void fwd_test_worker_init(void)
 	tables[FWD_STREAM] = &w.streams;
 	tables[FWD_EVENT] = &w.events;
 	tables[FWD_FUNC] = &w.funcs;
+	tables[FWD_MODULE] = &w.modules;
 	tables[FWD_GRAPH] = &w.graphs;
 	tables[FWD_EXEC] = &w.graph_execs;
 	tables[FWD_NODE] = &nodes;
-	for (int k = 0; k < FWD_KINDS; k++) {
+	for (int k = 0; k < FWD_GEN; k++) {
 		obj_table_init(tables[k], "test");
 		for (int s = 1; s < 9; s++)
-			if (obj_insert(tables[k], (uint32_t)s, fwd_test_obj(k, s), 0, NULL))
+			if (obj_insert(tables[k], (uint32_t)s, fwd_test_obj(k, 0, s), 0, NULL))
 				abort();
 	}
+	obj_table_init(&w.gen_objs, "test");
 	w.device_count = 2;
 	w.devices[0] = 0;
 	w.devices[1] = fwd_test_device;

@@ -104,7 +104,7 @@ static void test_cuDeviceGetHostAtomicCapabilities(struct fwd_test_env *env)
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuDeviceGetHostAtomicCapabilities(v1, v2, v3, fwd_test_device) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
-	FWD_EXPECT(fwd_test_same(v1, sizeof(v1), 1 + 100));
+	FWD_EXPECT(fwd_test_same(v1, FWD_TEST_COUNT * sizeof(v1[0]), 1 + 100));
 }
 
 /* cuMulticastGetGranularity */
@@ -140,7 +140,7 @@ static void test_cuMulticastGetGranularity(struct fwd_test_env *env)
 static CUresult check_cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 1));
+	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 0, 1));
 	fwd_test_fill(flags, sizeof(*flags), 2 + 100);
 	return CUDA_SUCCESS;
 }
@@ -152,11 +152,11 @@ static void test_cuGraphExecGetFlags(struct fwd_test_env *env)
 
 	env->backend->cuGraphExecGetFlags = check_cuGraphExecGetFlags;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphExecGetFlags((CUgraphExec)fwd_test_handle(FWD_EXEC, 1), &v2) == CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphExecGetFlags((CUgraphExec)fwd_test_handle(FWD_EXEC, 0, 1), &v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_same(&v2, sizeof(v2), 2 + 100));
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphExecGetFlags((CUgraphExec)fwd_test_handle(FWD_EXEC, 1), NULL) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(cuGraphExecGetFlags((CUgraphExec)fwd_test_handle(FWD_EXEC, 0, 1), NULL) == CUDA_ERROR_INVALID_VALUE);
 	FWD_EXPECT(fwd_test_reached == 0);
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuGraphExecGetFlags((CUgraphExec)fwd_test_wrong_handle(), &v2) != CUDA_SUCCESS);
@@ -167,8 +167,8 @@ static void test_cuGraphExecGetFlags(struct fwd_test_env *env)
 static CUresult check_cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 1));
-	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 2));
+	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 0, 1));
+	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 0, 2));
 	fwd_test_fill(isEnabled, sizeof(*isEnabled), 3 + 100);
 	return CUDA_SUCCESS;
 }
@@ -180,14 +180,14 @@ static void test_cuGraphNodeGetEnabled(struct fwd_test_env *env)
 
 	env->backend->cuGraphNodeGetEnabled = check_cuGraphNodeGetEnabled;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 2), &v3) == CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 0, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2), &v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_same(&v3, sizeof(v3), 3 + 100));
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 2), NULL) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 0, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2), NULL) == CUDA_ERROR_INVALID_VALUE);
 	FWD_EXPECT(fwd_test_reached == 0);
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_wrong_handle(), (CUgraphNode)fwd_test_handle(FWD_NODE, 2), &v3) != CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphNodeGetEnabled((CUgraphExec)fwd_test_wrong_handle(), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2), &v3) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
 }
 
@@ -195,8 +195,8 @@ static void test_cuGraphNodeGetEnabled(struct fwd_test_env *env)
 static CUresult check_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 1));
-	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 2));
+	FWD_EXPECT(hGraphExec == (CUgraphExec)fwd_test_obj(FWD_EXEC, 0, 1));
+	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 0, 2));
 	FWD_EXPECT(fwd_test_same(&isEnabled, sizeof(isEnabled), 3));
 	return CUDA_SUCCESS;
 }
@@ -208,10 +208,10 @@ static void test_cuGraphNodeSetEnabled(struct fwd_test_env *env)
 
 	env->backend->cuGraphNodeSetEnabled = check_cuGraphNodeSetEnabled;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphNodeSetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 2), v3) == CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphNodeSetEnabled((CUgraphExec)fwd_test_handle(FWD_EXEC, 0, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2), v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphNodeSetEnabled((CUgraphExec)fwd_test_wrong_handle(), (CUgraphNode)fwd_test_handle(FWD_NODE, 2), v3) != CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphNodeSetEnabled((CUgraphExec)fwd_test_wrong_handle(), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2), v3) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
 }
 
@@ -219,7 +219,7 @@ static void test_cuGraphNodeSetEnabled(struct fwd_test_env *env)
 static CUresult check_cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS_v1 *nodeParams)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 1));
+	FWD_EXPECT(hNode == (CUgraphNode)fwd_test_obj(FWD_NODE, 0, 1));
 	fwd_test_fill(nodeParams, sizeof(*nodeParams), 2 + 100);
 	return CUDA_SUCCESS;
 }
@@ -231,11 +231,11 @@ static void test_cuGraphMemsetNodeGetParams(struct fwd_test_env *env)
 
 	env->backend->cuGraphMemsetNodeGetParams = check_cuGraphMemsetNodeGetParams;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphMemsetNodeGetParams((CUgraphNode)fwd_test_handle(FWD_NODE, 1), &v2) == CUDA_SUCCESS);
+	FWD_EXPECT(cuGraphMemsetNodeGetParams((CUgraphNode)fwd_test_handle(FWD_NODE, 0, 1), &v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_same(&v2, sizeof(v2), 2 + 100));
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuGraphMemsetNodeGetParams((CUgraphNode)fwd_test_handle(FWD_NODE, 1), NULL) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(cuGraphMemsetNodeGetParams((CUgraphNode)fwd_test_handle(FWD_NODE, 0, 1), NULL) == CUDA_ERROR_INVALID_VALUE);
 	FWD_EXPECT(fwd_test_reached == 0);
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuGraphMemsetNodeGetParams((CUgraphNode)fwd_test_wrong_handle(), &v2) != CUDA_SUCCESS);
@@ -246,7 +246,7 @@ static void test_cuGraphMemsetNodeGetParams(struct fwd_test_env *env)
 static CUresult check_cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&x, sizeof(x), 2));
 	FWD_EXPECT(fwd_test_same(&y, sizeof(y), 3));
 	FWD_EXPECT(fwd_test_same(&z, sizeof(z), 4));
@@ -264,7 +264,7 @@ static void test_cuFuncSetBlockShape(struct fwd_test_env *env)
 
 	env->backend->cuFuncSetBlockShape = check_cuFuncSetBlockShape;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuFuncSetBlockShape((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, v4) == CUDA_SUCCESS);
+	FWD_EXPECT(cuFuncSetBlockShape((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3, v4) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -276,7 +276,7 @@ static void test_cuFuncSetBlockShape(struct fwd_test_env *env)
 static CUresult check_cuFuncSetSharedSize(CUfunction hfunc, unsigned int bytes)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&bytes, sizeof(bytes), 2));
 	return CUDA_SUCCESS;
 }
@@ -288,7 +288,7 @@ static void test_cuFuncSetSharedSize(struct fwd_test_env *env)
 
 	env->backend->cuFuncSetSharedSize = check_cuFuncSetSharedSize;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuFuncSetSharedSize((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(cuFuncSetSharedSize((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -300,7 +300,7 @@ static void test_cuFuncSetSharedSize(struct fwd_test_env *env)
 static CUresult check_cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&config, sizeof(config), 2));
 	return CUDA_SUCCESS;
 }
@@ -312,7 +312,7 @@ static void test_cuFuncSetSharedMemConfig(struct fwd_test_env *env)
 
 	env->backend->cuFuncSetSharedMemConfig = check_cuFuncSetSharedMemConfig;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuFuncSetSharedMemConfig((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(cuFuncSetSharedMemConfig((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuFuncSetSharedMemConfig((CUfunction)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
@@ -323,7 +323,7 @@ static void test_cuFuncSetSharedMemConfig(struct fwd_test_env *env)
 static CUresult check_cuParamSetSize(CUfunction hfunc, unsigned int numbytes)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&numbytes, sizeof(numbytes), 2));
 	return CUDA_SUCCESS;
 }
@@ -335,7 +335,7 @@ static void test_cuParamSetSize(struct fwd_test_env *env)
 
 	env->backend->cuParamSetSize = check_cuParamSetSize;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuParamSetSize((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(cuParamSetSize((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -347,7 +347,7 @@ static void test_cuParamSetSize(struct fwd_test_env *env)
 static CUresult check_cuParamSeti(CUfunction hfunc, int offset, unsigned int value)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&offset, sizeof(offset), 2));
 	FWD_EXPECT(fwd_test_same(&value, sizeof(value), 3));
 	return CUDA_SUCCESS;
@@ -362,7 +362,7 @@ static void test_cuParamSeti(struct fwd_test_env *env)
 
 	env->backend->cuParamSeti = check_cuParamSeti;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuParamSeti((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(cuParamSeti((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -374,7 +374,7 @@ static void test_cuParamSeti(struct fwd_test_env *env)
 static CUresult check_cuParamSetf(CUfunction hfunc, int offset, float value)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&offset, sizeof(offset), 2));
 	FWD_EXPECT(fwd_test_same(&value, sizeof(value), 3));
 	return CUDA_SUCCESS;
@@ -389,7 +389,7 @@ static void test_cuParamSetf(struct fwd_test_env *env)
 
 	env->backend->cuParamSetf = check_cuParamSetf;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuParamSetf((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(cuParamSetf((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -401,7 +401,7 @@ static void test_cuParamSetf(struct fwd_test_env *env)
 static CUresult check_cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&offset, sizeof(offset), 2));
 	FWD_EXPECT(fwd_test_same(ptr, numbytes * sizeof(uint8_t), 3));
 	FWD_EXPECT(numbytes == FWD_TEST_COUNT);
@@ -418,7 +418,7 @@ static void test_cuParamSetv(struct fwd_test_env *env)
 
 	env->backend->cuParamSetv = check_cuParamSetv;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, v4) == CUDA_SUCCESS);
+	FWD_EXPECT(cuParamSetv((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3, v4) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	FWD_EXPECT(fwd_test_ckpt_refused());
 	fwd_test_reached = 0;
@@ -430,7 +430,7 @@ static void test_cuParamSetv(struct fwd_test_env *env)
 static CUresult check_cuLaunch(CUfunction f)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	return CUDA_SUCCESS;
 }
 
@@ -439,7 +439,7 @@ static void test_cuLaunch(struct fwd_test_env *env)
 
 	env->backend->cuLaunch = check_cuLaunch;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuLaunch((CUfunction)fwd_test_handle(FWD_FUNC, 1)) == CUDA_SUCCESS);
+	FWD_EXPECT(cuLaunch((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1)) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuLaunch((CUfunction)fwd_test_wrong_handle()) != CUDA_SUCCESS);
@@ -450,7 +450,7 @@ static void test_cuLaunch(struct fwd_test_env *env)
 static CUresult check_cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&grid_width, sizeof(grid_width), 2));
 	FWD_EXPECT(fwd_test_same(&grid_height, sizeof(grid_height), 3));
 	return CUDA_SUCCESS;
@@ -465,7 +465,7 @@ static void test_cuLaunchGrid(struct fwd_test_env *env)
 
 	env->backend->cuLaunchGrid = check_cuLaunchGrid;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuLaunchGrid((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(cuLaunchGrid((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	fwd_test_reached = 0;
 	FWD_EXPECT(cuLaunchGrid((CUfunction)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
@@ -476,10 +476,10 @@ static void test_cuLaunchGrid(struct fwd_test_env *env)
 static CUresult check_cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
 	fwd_test_reached++;
-	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 1));
+	FWD_EXPECT(f == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
 	FWD_EXPECT(fwd_test_same(&grid_width, sizeof(grid_width), 2));
 	FWD_EXPECT(fwd_test_same(&grid_height, sizeof(grid_height), 3));
-	FWD_EXPECT(hStream == (CUstream)fwd_test_obj(FWD_STREAM, 4));
+	FWD_EXPECT(hStream == (CUstream)fwd_test_obj(FWD_STREAM, 0, 4));
 	return CUDA_SUCCESS;
 }
 
@@ -492,11 +492,736 @@ static void test_cuLaunchGridAsync(struct fwd_test_env *env)
 
 	env->backend->cuLaunchGridAsync = check_cuLaunchGridAsync;
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuLaunchGridAsync((CUfunction)fwd_test_handle(FWD_FUNC, 1), v2, v3, (CUstream)fwd_test_handle(FWD_STREAM, 4)) == CUDA_SUCCESS);
+	FWD_EXPECT(cuLaunchGridAsync((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, v3, (CUstream)fwd_test_handle(FWD_STREAM, 0, 4)) == CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 1);
 	fwd_test_reached = 0;
-	FWD_EXPECT(cuLaunchGridAsync((CUfunction)fwd_test_wrong_handle(), v2, v3, (CUstream)fwd_test_handle(FWD_STREAM, 4)) != CUDA_SUCCESS);
+	FWD_EXPECT(cuLaunchGridAsync((CUfunction)fwd_test_wrong_handle(), v2, v3, (CUstream)fwd_test_handle(FWD_STREAM, 0, 4)) != CUDA_SUCCESS);
 	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefCreate */
+static CUresult check_cuTexRefCreate(CUtexref *pTexRef)
+{
+	fwd_test_reached++;
+	*pTexRef = (CUtexref)fwd_test_obj(FWD_NEW, 0, 1);
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefCreate(struct fwd_test_env *env)
+{
+	CUtexref v1 = NULL;
+
+	env->backend->cuTexRefCreate = check_cuTexRefCreate;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefCreate(&v1) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_made(v1, VGPU_GEN_KIND_TEXREF, 1));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefCreate(NULL) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefDestroy */
+static CUresult check_cuTexRefDestroy(CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefDestroy(struct fwd_test_env *env)
+{
+
+	env->backend->cuTexRefDestroy = check_cuTexRefDestroy;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefDestroy((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_gone(VGPU_GEN_KIND_TEXREF, 1));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefDestroy((CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuModuleGetTexRef */
+static CUresult check_cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name)
+{
+	fwd_test_reached++;
+	*pTexRef = (CUtexref)fwd_test_obj(FWD_NEW, 0, 1);
+	FWD_EXPECT(hmod == (CUmodule)fwd_test_obj(FWD_MODULE, 0, 2));
+	FWD_EXPECT(!strcmp(name, FWD_TEST_NAME));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuModuleGetTexRef(struct fwd_test_env *env)
+{
+	CUtexref v1 = NULL;
+
+	env->backend->cuModuleGetTexRef = check_cuModuleGetTexRef;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuModuleGetTexRef(&v1, (CUmodule)fwd_test_handle(FWD_MODULE, 0, 2), FWD_TEST_NAME) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_made(v1, VGPU_GEN_KIND_TEXREF, 1));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuModuleGetTexRef(NULL, (CUmodule)fwd_test_handle(FWD_MODULE, 0, 2), FWD_TEST_NAME) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuModuleGetTexRef(&v1, (CUmodule)fwd_test_wrong_handle(), FWD_TEST_NAME) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuModuleGetTexRef(&v1, (CUmodule)fwd_test_handle(FWD_MODULE, 0, 2), fwd_test_long_name()) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetAddress_v2 */
+static CUresult check_cuTexRefSetAddress(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr_v2 dptr, size_t bytes)
+{
+	fwd_test_reached++;
+	fwd_test_fill(ByteOffset, sizeof(*ByteOffset), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	FWD_EXPECT(fwd_test_same(&dptr, sizeof(dptr), 3));
+	FWD_EXPECT(fwd_test_same(&bytes, sizeof(bytes), 4));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetAddress(struct fwd_test_env *env)
+{
+	size_t v1;
+	memset(&v1, 0, sizeof(v1));
+	CUdeviceptr v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+	size_t v4;
+	fwd_test_fill(&v4, sizeof(v4), 4);
+
+	env->backend->cuTexRefSetAddress_v2 = check_cuTexRefSetAddress;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddress_v2(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2), v3, v4) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddress_v2(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2), v3, v4) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddress_v2(&v1, (CUtexref)fwd_test_wrong_handle(), v3, v4) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	cuTexRefSetAddress_v2(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2), (CUdeviceptr)0xdead, v4);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetAddress2D_v3 */
+static CUresult check_cuTexRefSetAddress2D(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v2 *desc, CUdeviceptr_v2 dptr, size_t Pitch)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(desc, sizeof(*desc), 2));
+	FWD_EXPECT(fwd_test_same(&dptr, sizeof(dptr), 3));
+	FWD_EXPECT(fwd_test_same(&Pitch, sizeof(Pitch), 4));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetAddress2D(struct fwd_test_env *env)
+{
+	CUDA_ARRAY_DESCRIPTOR_v2 v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+	CUdeviceptr v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+	size_t v4;
+	fwd_test_fill(&v4, sizeof(v4), 4);
+
+	env->backend->cuTexRefSetAddress2D_v3 = check_cuTexRefSetAddress2D;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddress2D_v3((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), &v2, v3, v4) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddress2D_v3((CUtexref)fwd_test_wrong_handle(), &v2, v3, v4) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	cuTexRefSetAddress2D_v3((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), &v2, (CUdeviceptr)0xdead, v4);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetFormat */
+static CUresult check_cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&fmt, sizeof(fmt), 2));
+	FWD_EXPECT(fwd_test_same(&NumPackedComponents, sizeof(NumPackedComponents), 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetFormat(struct fwd_test_env *env)
+{
+	CUarray_format v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+	int v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+
+	env->backend->cuTexRefSetFormat = check_cuTexRefSetFormat;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFormat((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFormat((CUtexref)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetAddressMode */
+static CUresult check_cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&dim, sizeof(dim), 2));
+	FWD_EXPECT(fwd_test_same(&am, sizeof(am), 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetAddressMode(struct fwd_test_env *env)
+{
+	int v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+	CUaddress_mode v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+
+	env->backend->cuTexRefSetAddressMode = check_cuTexRefSetAddressMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddressMode((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetAddressMode((CUtexref)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetFilterMode */
+static CUresult check_cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&fm, sizeof(fm), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetFilterMode(struct fwd_test_env *env)
+{
+	CUfilter_mode v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetFilterMode = check_cuTexRefSetFilterMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFilterMode((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFilterMode((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetMipmapFilterMode */
+static CUresult check_cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&fm, sizeof(fm), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetMipmapFilterMode(struct fwd_test_env *env)
+{
+	CUfilter_mode v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetMipmapFilterMode = check_cuTexRefSetMipmapFilterMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapFilterMode((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapFilterMode((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetMipmapLevelBias */
+static CUresult check_cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&bias, sizeof(bias), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetMipmapLevelBias(struct fwd_test_env *env)
+{
+	float v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetMipmapLevelBias = check_cuTexRefSetMipmapLevelBias;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapLevelBias((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapLevelBias((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetMipmapLevelClamp */
+static CUresult check_cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&minMipmapLevelClamp, sizeof(minMipmapLevelClamp), 2));
+	FWD_EXPECT(fwd_test_same(&maxMipmapLevelClamp, sizeof(maxMipmapLevelClamp), 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetMipmapLevelClamp(struct fwd_test_env *env)
+{
+	float v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+	float v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+
+	env->backend->cuTexRefSetMipmapLevelClamp = check_cuTexRefSetMipmapLevelClamp;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapLevelClamp((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2, v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMipmapLevelClamp((CUtexref)fwd_test_wrong_handle(), v2, v3) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetMaxAnisotropy */
+static CUresult check_cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&maxAniso, sizeof(maxAniso), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetMaxAnisotropy(struct fwd_test_env *env)
+{
+	unsigned int v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetMaxAnisotropy = check_cuTexRefSetMaxAnisotropy;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMaxAnisotropy((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetMaxAnisotropy((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetBorderColor */
+static CUresult check_cuTexRefSetBorderColor(CUtexref hTexRef, float *pBorderColor)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(pBorderColor, 4 * sizeof(*pBorderColor), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetBorderColor(struct fwd_test_env *env)
+{
+	float v2[4];
+	fwd_test_fill(v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetBorderColor = check_cuTexRefSetBorderColor;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetBorderColor((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetBorderColor((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefSetFlags */
+static CUresult check_cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1));
+	FWD_EXPECT(fwd_test_same(&Flags, sizeof(Flags), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefSetFlags(struct fwd_test_env *env)
+{
+	unsigned int v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuTexRefSetFlags = check_cuTexRefSetFlags;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFlags((CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 1), v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefSetFlags((CUtexref)fwd_test_wrong_handle(), v2) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetAddress_v2 */
+static CUresult check_cuTexRefGetAddress(CUdeviceptr_v2 *pdptr, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pdptr, sizeof(*pdptr), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetAddress(struct fwd_test_env *env)
+{
+	CUdeviceptr v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetAddress_v2 = check_cuTexRefGetAddress;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddress_v2(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddress_v2(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddress_v2(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetAddressMode */
+static CUresult check_cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pam, sizeof(*pam), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	FWD_EXPECT(fwd_test_same(&dim, sizeof(dim), 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetAddressMode(struct fwd_test_env *env)
+{
+	CUaddress_mode v1;
+	memset(&v1, 0, sizeof(v1));
+	int v3;
+	fwd_test_fill(&v3, sizeof(v3), 3);
+
+	env->backend->cuTexRefGetAddressMode = check_cuTexRefGetAddressMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddressMode(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2), v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddressMode(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2), v3) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetAddressMode(&v1, (CUtexref)fwd_test_wrong_handle(), v3) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetFilterMode */
+static CUresult check_cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pfm, sizeof(*pfm), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetFilterMode(struct fwd_test_env *env)
+{
+	CUfilter_mode v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetFilterMode = check_cuTexRefGetFilterMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFilterMode(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFilterMode(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFilterMode(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetFormat */
+static CUresult check_cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pFormat, sizeof(*pFormat), 1 + 100);
+	fwd_test_fill(pNumChannels, sizeof(*pNumChannels), 2 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetFormat(struct fwd_test_env *env)
+{
+	CUarray_format v1;
+	memset(&v1, 0, sizeof(v1));
+	int v2;
+	memset(&v2, 0, sizeof(v2));
+
+	env->backend->cuTexRefGetFormat = check_cuTexRefGetFormat;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFormat(&v1, &v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	FWD_EXPECT(fwd_test_same(&v2, sizeof(v2), 2 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFormat(NULL, &v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFormat(&v1, NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFormat(&v1, &v2, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetMipmapFilterMode */
+static CUresult check_cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pfm, sizeof(*pfm), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetMipmapFilterMode(struct fwd_test_env *env)
+{
+	CUfilter_mode v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetMipmapFilterMode = check_cuTexRefGetMipmapFilterMode;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapFilterMode(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapFilterMode(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapFilterMode(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetMipmapLevelBias */
+static CUresult check_cuTexRefGetMipmapLevelBias(float *pbias, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pbias, sizeof(*pbias), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetMipmapLevelBias(struct fwd_test_env *env)
+{
+	float v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetMipmapLevelBias = check_cuTexRefGetMipmapLevelBias;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelBias(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelBias(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelBias(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetMipmapLevelClamp */
+static CUresult check_cuTexRefGetMipmapLevelClamp(float *pminMipmapLevelClamp, float *pmaxMipmapLevelClamp, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pminMipmapLevelClamp, sizeof(*pminMipmapLevelClamp), 1 + 100);
+	fwd_test_fill(pmaxMipmapLevelClamp, sizeof(*pmaxMipmapLevelClamp), 2 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetMipmapLevelClamp(struct fwd_test_env *env)
+{
+	float v1;
+	memset(&v1, 0, sizeof(v1));
+	float v2;
+	memset(&v2, 0, sizeof(v2));
+
+	env->backend->cuTexRefGetMipmapLevelClamp = check_cuTexRefGetMipmapLevelClamp;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelClamp(&v1, &v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	FWD_EXPECT(fwd_test_same(&v2, sizeof(v2), 2 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelClamp(NULL, &v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelClamp(&v1, NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMipmapLevelClamp(&v1, &v2, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetMaxAnisotropy */
+static CUresult check_cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pmaxAniso, sizeof(*pmaxAniso), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetMaxAnisotropy(struct fwd_test_env *env)
+{
+	int v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetMaxAnisotropy = check_cuTexRefGetMaxAnisotropy;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMaxAnisotropy(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMaxAnisotropy(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetMaxAnisotropy(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetBorderColor */
+static CUresult check_cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pBorderColor, 4 * sizeof(*pBorderColor), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetBorderColor(struct fwd_test_env *env)
+{
+	float v1[4];
+	memset(v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetBorderColor = check_cuTexRefGetBorderColor;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetBorderColor(v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetBorderColor(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetBorderColor(v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuTexRefGetFlags */
+static CUresult check_cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pFlags, sizeof(*pFlags), 1 + 100);
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuTexRefGetFlags(struct fwd_test_env *env)
+{
+	unsigned int v1;
+	memset(&v1, 0, sizeof(v1));
+
+	env->backend->cuTexRefGetFlags = check_cuTexRefGetFlags;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFlags(&v1, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFlags(NULL, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 2)) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuTexRefGetFlags(&v1, (CUtexref)fwd_test_wrong_handle()) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuParamSetTexRef */
+static CUresult check_cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(hfunc == (CUfunction)fwd_test_obj(FWD_FUNC, 0, 1));
+	FWD_EXPECT(fwd_test_same(&texunit, sizeof(texunit), 2));
+	FWD_EXPECT(hTexRef == (CUtexref)fwd_test_obj(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuParamSetTexRef(struct fwd_test_env *env)
+{
+	int v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuParamSetTexRef = check_cuParamSetTexRef;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuParamSetTexRef((CUfunction)fwd_test_handle(FWD_FUNC, 0, 1), v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuParamSetTexRef((CUfunction)fwd_test_wrong_handle(), v2, (CUtexref)fwd_test_handle(FWD_GEN, VGPU_GEN_KIND_TEXREF, 3)) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
+/* cuCoredumpGetAttribute */
+static CUresult check_cuCoredumpGetAttribute(CUcoredumpSettings get, void *value, size_t *size)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(fwd_test_same(&get, sizeof(get), 1));
+	if (value)
+		fwd_test_fill(value, *size * sizeof(uint8_t), 2 + 100);
+	FWD_EXPECT(*size == FWD_TEST_COUNT);
+	*size = FWD_TEST_COUNT - 1;
+	return CUDA_SUCCESS;
+}
+
+static void test_cuCoredumpGetAttribute(struct fwd_test_env *env)
+{
+	CUcoredumpSettings v1;
+	fwd_test_fill(&v1, sizeof(v1), 1);
+	uint8_t v2[FWD_TEST_COUNT];
+	memset(v2, 0, sizeof(v2));
+	size_t v3 = FWD_TEST_COUNT;
+
+	env->backend->cuCoredumpGetAttribute = check_cuCoredumpGetAttribute;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuCoredumpGetAttribute(v1, v2, &v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(v2, (FWD_TEST_COUNT - 1) * sizeof(v2[0]), 2 + 100));
+	FWD_EXPECT(v3 == FWD_TEST_COUNT - 1);
+}
+
+/* cuCoredumpGetAttributeGlobal */
+static CUresult check_cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, void *value, size_t *size)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(fwd_test_same(&get, sizeof(get), 1));
+	if (value)
+		fwd_test_fill(value, *size * sizeof(uint8_t), 2 + 100);
+	FWD_EXPECT(*size == FWD_TEST_COUNT);
+	*size = FWD_TEST_COUNT - 1;
+	return CUDA_SUCCESS;
+}
+
+static void test_cuCoredumpGetAttributeGlobal(struct fwd_test_env *env)
+{
+	CUcoredumpSettings v1;
+	fwd_test_fill(&v1, sizeof(v1), 1);
+	uint8_t v2[FWD_TEST_COUNT];
+	memset(v2, 0, sizeof(v2));
+	size_t v3 = FWD_TEST_COUNT;
+
+	env->backend->cuCoredumpGetAttributeGlobal = check_cuCoredumpGetAttributeGlobal;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuCoredumpGetAttributeGlobal(v1, v2, &v3) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(v2, (FWD_TEST_COUNT - 1) * sizeof(v2[0]), 2 + 100));
+	FWD_EXPECT(v3 == FWD_TEST_COUNT - 1);
 }
 
 static const struct fwd_test_case cases[] = {
@@ -519,6 +1244,33 @@ static const struct fwd_test_case cases[] = {
 	{ "cuLaunch", test_cuLaunch },
 	{ "cuLaunchGrid", test_cuLaunchGrid },
 	{ "cuLaunchGridAsync", test_cuLaunchGridAsync },
+	{ "cuTexRefCreate", test_cuTexRefCreate },
+	{ "cuTexRefDestroy", test_cuTexRefDestroy },
+	{ "cuModuleGetTexRef", test_cuModuleGetTexRef },
+	{ "cuTexRefSetAddress_v2", test_cuTexRefSetAddress },
+	{ "cuTexRefSetAddress2D_v3", test_cuTexRefSetAddress2D },
+	{ "cuTexRefSetFormat", test_cuTexRefSetFormat },
+	{ "cuTexRefSetAddressMode", test_cuTexRefSetAddressMode },
+	{ "cuTexRefSetFilterMode", test_cuTexRefSetFilterMode },
+	{ "cuTexRefSetMipmapFilterMode", test_cuTexRefSetMipmapFilterMode },
+	{ "cuTexRefSetMipmapLevelBias", test_cuTexRefSetMipmapLevelBias },
+	{ "cuTexRefSetMipmapLevelClamp", test_cuTexRefSetMipmapLevelClamp },
+	{ "cuTexRefSetMaxAnisotropy", test_cuTexRefSetMaxAnisotropy },
+	{ "cuTexRefSetBorderColor", test_cuTexRefSetBorderColor },
+	{ "cuTexRefSetFlags", test_cuTexRefSetFlags },
+	{ "cuTexRefGetAddress_v2", test_cuTexRefGetAddress },
+	{ "cuTexRefGetAddressMode", test_cuTexRefGetAddressMode },
+	{ "cuTexRefGetFilterMode", test_cuTexRefGetFilterMode },
+	{ "cuTexRefGetFormat", test_cuTexRefGetFormat },
+	{ "cuTexRefGetMipmapFilterMode", test_cuTexRefGetMipmapFilterMode },
+	{ "cuTexRefGetMipmapLevelBias", test_cuTexRefGetMipmapLevelBias },
+	{ "cuTexRefGetMipmapLevelClamp", test_cuTexRefGetMipmapLevelClamp },
+	{ "cuTexRefGetMaxAnisotropy", test_cuTexRefGetMaxAnisotropy },
+	{ "cuTexRefGetBorderColor", test_cuTexRefGetBorderColor },
+	{ "cuTexRefGetFlags", test_cuTexRefGetFlags },
+	{ "cuParamSetTexRef", test_cuParamSetTexRef },
+	{ "cuCoredumpGetAttribute", test_cuCoredumpGetAttribute },
+	{ "cuCoredumpGetAttributeGlobal", test_cuCoredumpGetAttributeGlobal },
 };
 
 int main(void)

@@ -85,6 +85,48 @@ CUresult fwd_node(struct worker *w, const struct op_call *call, uint32_t id, CUg
 	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+CUresult fwd_module(struct worker *w, const struct op_call *call, uint32_t id, CUmodule *out)
+{
+	(void)call;
+	return obj(&w->modules, id, (void **)out);
+}
+
+CUresult fwd_gen(struct worker *w, const struct op_call *call, uint32_t id,
+		 enum vgpu_gen_kind kind, void **out)
+{
+	struct obj_entry *e = id && id < OBJ_MAX_ID ? obj_get(&w->gen_objs, id) : NULL;
+
+	(void)call;
+	if (!e || e->aux != (uint64_t)kind)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = e->obj;
+	return CUDA_SUCCESS;
+}
+
+CUresult fwd_gen_fresh(struct worker *w, uint32_t id)
+{
+	if (!id || id >= OBJ_MAX_ID || obj_get(&w->gen_objs, id))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult fwd_gen_keep(struct worker *w, uint32_t id, enum vgpu_gen_kind kind, void *obj)
+{
+	if (fwd_gen_fresh(w, id) || obj_insert(&w->gen_objs, id, obj, kind, NULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult fwd_str(const struct op_call *call, size_t args_len, uint64_t len, const char **out)
+{
+	const char *s = fwd_extra(call, args_len);
+
+	if (!len || len > VGPU_MAX_NAME || s[len - 1] || strlen(s) != len - 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
 CUresult fwd_dev(struct worker *w, int32_t ordinal, CUdevice *out)
 {
 	if (ordinal < 0 || ordinal >= w->device_count)
@@ -132,6 +174,17 @@ void fwd_ckpt_refuse(struct worker *w, const char *call)
 
 const char *fwd_ckpt_refusal(const struct worker *w)
 {
-	(void)w;
-	return refusal[0] ? refusal : NULL;
+	static const char *const names[] = VGPU_GEN_KIND_NAMES;
+	static char held[160];
+	struct obj_entry *e;
+	uint32_t i;
+
+	if (refusal[0])
+		return refusal;
+	obj_for_each(&w->gen_objs, i, e) {
+		snprintf(held, sizeof(held), "the session holds a %s, which checkpoints do not "
+			 "carry", e->aux < VGPU_GEN_KINDS ? names[e->aux] : "?");
+		return held;
+	}
+	return NULL;
 }

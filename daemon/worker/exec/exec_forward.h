@@ -23,6 +23,16 @@ CUresult fwd_func(struct worker *w, const struct op_call *call, uint32_t id, CUf
 CUresult fwd_graph(struct worker *w, const struct op_call *call, uint32_t id, CUgraph *out);
 CUresult fwd_exec(struct worker *w, const struct op_call *call, uint32_t id, CUgraphExec *out);
 CUresult fwd_node(struct worker *w, const struct op_call *call, uint32_t id, CUgraphNode *out);
+CUresult fwd_module(struct worker *w, const struct op_call *call, uint32_t id, CUmodule *out);
+/* An object of a generated kind (w->gen_objs, aux: its kind). */
+CUresult fwd_gen(struct worker *w, const struct op_call *call, uint32_t id,
+		 enum vgpu_gen_kind kind, void **out);
+/* An id the client issued for an object about to be made is free; then
+ * kept (CUDA_ERROR_INVALID_VALUE when it cannot be: the caller destroys it). */
+CUresult fwd_gen_fresh(struct worker *w, uint32_t id);
+CUresult fwd_gen_keep(struct worker *w, uint32_t id, enum vgpu_gen_kind kind, void *obj);
+/* The name behind the fixed inputs: @len bytes, NUL-terminated, no NUL before. */
+CUresult fwd_str(const struct op_call *call, size_t args_len, uint64_t len, const char **out);
 CUresult fwd_dev(struct worker *w, int32_t ordinal, CUdevice *out);
 /* Room for @count elements of @size bytes behind the fixed outputs in the
  * reply slot (CUDA_ERROR_INVALID_VALUE when they do not fit). */
@@ -34,7 +44,8 @@ enum op_status fwd_answer(struct op_call *call, CUresult rc, const void *res, si
 			  uint64_t extra_len);
 /* The session made a call whose effect a checkpoint cannot carry. */
 void fwd_ckpt_refuse(struct worker *w, const char *call);
-/* Why checkpoints of this session are refused, or NULL. */
+/* Why checkpoints of this session are refused, or NULL: a call whose effect
+ * they cannot carry, or a live object of a generated kind. */
 const char *fwd_ckpt_refusal(const struct worker *w);
 
 /* exec_graph_node.c: the graph node behind a worker-issued node id. */

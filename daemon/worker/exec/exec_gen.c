@@ -35,6 +35,8 @@ static enum op_status gen_cuCtxResetPersistingL2Cache(struct worker *w, struct o
 
 	(void)w;
 	memset(&out_, 0, sizeof(out_));
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuCtxResetPersistingL2Cache();
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
@@ -387,6 +389,540 @@ static enum op_status gen_cuLaunchGridAsync(struct worker *w, struct op_call *ca
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
+static enum op_status gen_cuTexRefCreate(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefCreate in_;
+	struct vgpu_res_cuTexRefCreate out_;
+	CUtexref pTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen_fresh(w, in_.pTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefCreate(&pTexRef);
+	if (!rc_ && (rc_ = fwd_gen_keep(w, in_.pTexRef, VGPU_GEN_KIND_TEXREF, pTexRef)))
+		w->B.cuTexRefDestroy(pTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefDestroy(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefDestroy in_;
+	struct vgpu_res_cuTexRefDestroy out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefDestroy(hTexRef);
+	if (!rc_)
+		obj_remove(&w->gen_objs, in_.hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuModuleGetTexRef(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuModuleGetTexRef in_;
+	struct vgpu_res_cuModuleGetTexRef out_;
+	CUtexref pTexRef = NULL;
+	CUmodule hmod = NULL;
+	const char *name = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen_fresh(w, in_.pTexRef);
+	if (!rc_)
+		rc_ = fwd_module(w, call, in_.hmod, &hmod);
+	if (!rc_)
+		rc_ = fwd_str(call, sizeof(in_), extra_, &name);
+	if (!rc_)
+		rc_ = w->B.cuModuleGetTexRef(&pTexRef, hmod, name);
+	if (!rc_ && (rc_ = fwd_gen_keep(w, in_.pTexRef, VGPU_GEN_KIND_TEXREF, pTexRef)))
+		w->B.cuTexRefDestroy(pTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetAddress(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetAddress in_;
+	struct vgpu_res_cuTexRefSetAddress out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && in_.dptr && !worker_addr_ok(w, in_.dptr, 1))
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetAddress_v2(&out_.ByteOffset, hTexRef, in_.dptr, in_.bytes);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetAddress2D(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetAddress2D in_;
+	struct vgpu_res_cuTexRefSetAddress2D out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && in_.dptr && !worker_addr_ok(w, in_.dptr, 1))
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetAddress2D_v3(hTexRef, &in_.desc, in_.dptr, in_.Pitch);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetFormat(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetFormat in_;
+	struct vgpu_res_cuTexRefSetFormat out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetFormat(hTexRef, in_.fmt, in_.NumPackedComponents);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetAddressMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetAddressMode in_;
+	struct vgpu_res_cuTexRefSetAddressMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetAddressMode(hTexRef, in_.dim, in_.am);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetFilterMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetFilterMode in_;
+	struct vgpu_res_cuTexRefSetFilterMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetFilterMode(hTexRef, in_.fm);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetMipmapFilterMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetMipmapFilterMode in_;
+	struct vgpu_res_cuTexRefSetMipmapFilterMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetMipmapFilterMode(hTexRef, in_.fm);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetMipmapLevelBias(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetMipmapLevelBias in_;
+	struct vgpu_res_cuTexRefSetMipmapLevelBias out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetMipmapLevelBias(hTexRef, in_.bias);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetMipmapLevelClamp(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetMipmapLevelClamp in_;
+	struct vgpu_res_cuTexRefSetMipmapLevelClamp out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetMipmapLevelClamp(hTexRef, in_.minMipmapLevelClamp, in_.maxMipmapLevelClamp);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetMaxAnisotropy(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetMaxAnisotropy in_;
+	struct vgpu_res_cuTexRefSetMaxAnisotropy out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetMaxAnisotropy(hTexRef, in_.maxAniso);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetBorderColor(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetBorderColor in_;
+	struct vgpu_res_cuTexRefSetBorderColor out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetBorderColor(hTexRef, in_.pBorderColor);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefSetFlags(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefSetFlags in_;
+	struct vgpu_res_cuTexRefSetFlags out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefSetFlags(hTexRef, in_.Flags);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetAddress(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetAddress in_;
+	struct vgpu_res_cuTexRefGetAddress out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetAddress_v2(&out_.pdptr, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetAddressMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetAddressMode in_;
+	struct vgpu_res_cuTexRefGetAddressMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetAddressMode(&out_.pam, hTexRef, in_.dim);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetFilterMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetFilterMode in_;
+	struct vgpu_res_cuTexRefGetFilterMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetFilterMode(&out_.pfm, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetFormat(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetFormat in_;
+	struct vgpu_res_cuTexRefGetFormat out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetFormat(&out_.pFormat, &out_.pNumChannels, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetMipmapFilterMode(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetMipmapFilterMode in_;
+	struct vgpu_res_cuTexRefGetMipmapFilterMode out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetMipmapFilterMode(&out_.pfm, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetMipmapLevelBias(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetMipmapLevelBias in_;
+	struct vgpu_res_cuTexRefGetMipmapLevelBias out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetMipmapLevelBias(&out_.pbias, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetMipmapLevelClamp(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetMipmapLevelClamp in_;
+	struct vgpu_res_cuTexRefGetMipmapLevelClamp out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetMipmapLevelClamp(&out_.pminMipmapLevelClamp, &out_.pmaxMipmapLevelClamp, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetMaxAnisotropy(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetMaxAnisotropy in_;
+	struct vgpu_res_cuTexRefGetMaxAnisotropy out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetMaxAnisotropy(&out_.pmaxAniso, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetBorderColor(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetBorderColor in_;
+	struct vgpu_res_cuTexRefGetBorderColor out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetBorderColor(out_.pBorderColor, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuTexRefGetFlags(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuTexRefGetFlags in_;
+	struct vgpu_res_cuTexRefGetFlags out_;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuTexRefGetFlags(&out_.pFlags, hTexRef);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuParamSetTexRef(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuParamSetTexRef in_;
+	struct vgpu_res_cuParamSetTexRef out_;
+	CUfunction hfunc = NULL;
+	CUtexref hTexRef = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_func(w, call, in_.hfunc, &hfunc);
+	if (!rc_)
+		rc_ = fwd_gen(w, call, in_.hTexRef, VGPU_GEN_KIND_TEXREF, (void **)&hTexRef);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuParamSetTexRef(hfunc, in_.texunit, hTexRef);
+	if (!rc_)
+		fwd_ckpt_refuse(w, "cuParamSetTexRef");
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuCoredumpGetAttribute(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuCoredumpGetAttribute in_;
+	struct vgpu_res_cuCoredumpGetAttribute out_;
+	uint8_t *value = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && in_.size)
+		rc_ = fwd_reply_array(w, call, sizeof(out_), in_.size, sizeof(uint8_t), (void **)&value);
+	out_.size = in_.size;
+	if (!rc_)
+		rc_ = w->B.cuCoredumpGetAttribute(in_.get, value, (size_t *)&out_.size);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), value ? (uint64_t)(out_.size < in_.size ? out_.size : in_.size) * sizeof(uint8_t) : 0);
+}
+
+static enum op_status gen_cuCoredumpGetAttributeGlobal(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuCoredumpGetAttributeGlobal in_;
+	struct vgpu_res_cuCoredumpGetAttributeGlobal out_;
+	uint8_t *value = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_ && in_.size)
+		rc_ = fwd_reply_array(w, call, sizeof(out_), in_.size, sizeof(uint8_t), (void **)&value);
+	out_.size = in_.size;
+	if (!rc_)
+		rc_ = w->B.cuCoredumpGetAttributeGlobal(in_.get, value, (size_t *)&out_.size);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), value ? (uint64_t)(out_.size < in_.size ? out_.size : in_.size) * sizeof(uint8_t) : 0);
+}
+
 const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCtxGetExecAffinity, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxGetExecAffinity),
 	OP(GEN_cuCtxResetPersistingL2Cache, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxResetPersistingL2Cache),
@@ -407,5 +943,32 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuLaunch, OPF_NEEDS_CTX, gen_cuLaunch),
 	OP(GEN_cuLaunchGrid, OPF_NEEDS_CTX, gen_cuLaunchGrid),
 	OP(GEN_cuLaunchGridAsync, OPF_NEEDS_CTX, gen_cuLaunchGridAsync),
+	OP(GEN_cuTexRefCreate, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefCreate),
+	OP(GEN_cuTexRefDestroy, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefDestroy),
+	OP(GEN_cuModuleGetTexRef, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuModuleGetTexRef),
+	OP(GEN_cuTexRefSetAddress, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddress),
+	OP(GEN_cuTexRefSetAddress2D, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddress2D),
+	OP(GEN_cuTexRefSetFormat, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFormat),
+	OP(GEN_cuTexRefSetAddressMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddressMode),
+	OP(GEN_cuTexRefSetFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFilterMode),
+	OP(GEN_cuTexRefSetMipmapFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapFilterMode),
+	OP(GEN_cuTexRefSetMipmapLevelBias, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapLevelBias),
+	OP(GEN_cuTexRefSetMipmapLevelClamp, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapLevelClamp),
+	OP(GEN_cuTexRefSetMaxAnisotropy, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMaxAnisotropy),
+	OP(GEN_cuTexRefSetBorderColor, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetBorderColor),
+	OP(GEN_cuTexRefSetFlags, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFlags),
+	OP(GEN_cuTexRefGetAddress, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetAddress),
+	OP(GEN_cuTexRefGetAddressMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetAddressMode),
+	OP(GEN_cuTexRefGetFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetFilterMode),
+	OP(GEN_cuTexRefGetFormat, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetFormat),
+	OP(GEN_cuTexRefGetMipmapFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetMipmapFilterMode),
+	OP(GEN_cuTexRefGetMipmapLevelBias, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetMipmapLevelBias),
+	OP(GEN_cuTexRefGetMipmapLevelClamp, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetMipmapLevelClamp),
+	OP(GEN_cuTexRefGetMaxAnisotropy, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetMaxAnisotropy),
+	OP(GEN_cuTexRefGetBorderColor, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetBorderColor),
+	OP(GEN_cuTexRefGetFlags, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetFlags),
+	OP(GEN_cuParamSetTexRef, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSetTexRef),
+	OP(GEN_cuCoredumpGetAttribute, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCoredumpGetAttribute),
+	OP(GEN_cuCoredumpGetAttributeGlobal, OPF_SYNC_ONLY, gen_cuCoredumpGetAttributeGlobal),
 	{ 0 },
 };
