@@ -239,4 +239,15 @@ CUresult backend_missing_cuLaunchGridAsync(CUfunction f, int grid_width, int gri
 extern __typeof__(backend_missing_cuLaunchGridAsync) host_cuLaunchGridAsync
 	__attribute__((weak, alias("backend_missing_cuLaunchGridAsync")));
 
+CUresult backend_missing_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	static int logged;
+
+	(void)dst;
+	(void)src;
+	return missing("cuGraphKernelNodeCopyAttributes", &logged);
+}
+extern __typeof__(backend_missing_cuGraphKernelNodeCopyAttributes) host_cuGraphKernelNodeCopyAttributes
+	__attribute__((weak, alias("backend_missing_cuGraphKernelNodeCopyAttributes")));
+
 VGPU_GEN_SLOTS_END

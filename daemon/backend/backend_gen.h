@@ -36,6 +36,7 @@
 	X(cuLaunch) \
 	X(cuLaunchGrid) \
 	X(cuLaunchGridAsync) \
+	X(cuGraphKernelNodeCopyAttributes) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

@@ -40,6 +40,7 @@
 	X(GEN_cuLaunch) \
 	X(GEN_cuLaunchGrid) \
 	X(GEN_cuLaunchGridAsync) \
+	X(GEN_cuGraphKernelNodeCopyAttributes) \
 
 #endif /* VGPU_CALLS_GEN_H */
 
@@ -259,5 +260,16 @@ struct vgpu_res_cuLaunchGridAsync {
 };
 _Static_assert(sizeof(struct vgpu_args_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: outputs too large");
+
+/* CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) */
+struct vgpu_args_cuGraphKernelNodeCopyAttributes {
+	uint32_t dst;
+	uint32_t src;
+};
+struct vgpu_res_cuGraphKernelNodeCopyAttributes {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: outputs too large");
 
 #endif /* CUDA_VERSION */

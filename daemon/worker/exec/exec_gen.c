@@ -387,6 +387,28 @@ static enum op_status gen_cuLaunchGridAsync(struct worker *w, struct op_call *ca
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
+static enum op_status gen_cuGraphKernelNodeCopyAttributes(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuGraphKernelNodeCopyAttributes in_;
+	struct vgpu_res_cuGraphKernelNodeCopyAttributes out_;
+	CUgraphNode dst = NULL;
+	CUgraphNode src = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_node(w, call, in_.dst, &dst);
+	if (!rc_)
+		rc_ = fwd_node(w, call, in_.src, &src);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuGraphKernelNodeCopyAttributes(dst, src);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
 const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCtxGetExecAffinity, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxGetExecAffinity),
 	OP(GEN_cuCtxResetPersistingL2Cache, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxResetPersistingL2Cache),
@@ -407,5 +429,6 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuLaunch, OPF_NEEDS_CTX, gen_cuLaunch),
 	OP(GEN_cuLaunchGrid, OPF_NEEDS_CTX, gen_cuLaunchGrid),
 	OP(GEN_cuLaunchGridAsync, OPF_NEEDS_CTX, gen_cuLaunchGridAsync),
+	OP(GEN_cuGraphKernelNodeCopyAttributes, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuGraphKernelNodeCopyAttributes),
 	{ 0 },
 };
