@@ -480,7 +480,7 @@ static CUresult kernel_attr(CUgraphNode h, CUkernelNodeAttrID id, CUkernelNodeAt
 	if (!v || (int)id < 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	e = attr_event(id, v);
-	if (set && e) {
+	if (set && e && *e) {	/* NULL: none (id 0) */
 		rc = vgpu_event_resolve(*e, &ev);
 		if (rc)
 			return rc;

@@ -286,7 +286,7 @@ static CUresult attr_in(struct worker *w, CUlaunchAttributeID id, CUkernelNodeAt
 	if (id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && apw->num_bytes &&
 	    !worker_addr_ok(w, (uint64_t)(uintptr_t)apw->base_ptr, apw->num_bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!ev)
+	if (!ev || !*ev)	/* id 0: no event */
 		return CUDA_SUCCESS;
 	e = (uintptr_t)*ev < OBJ_MAX_ID ? obj_get(&w->events, (uint32_t)(uintptr_t)*ev) : NULL;
 	if (!e)
