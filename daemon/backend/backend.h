@@ -136,7 +136,20 @@
 	X(cuGraphExecNodeSetParams) \
 	X(cuGraphDestroyNode) \
 	X(cuStreamBeginCaptureToGraph) \
-	X(cuGraphExecUpdate_v2)
+	X(cuGraphExecUpdate_v2) \
+	X(cuGraphGetEdges_v2) \
+	X(cuGraphNodeGetDependencies_v2) \
+	X(cuGraphNodeGetDependentNodes_v2) \
+	X(cuGraphRemoveDependencies_v2) \
+	X(cuStreamUpdateCaptureDependencies_v2) \
+	X(cuGraphChildGraphNodeGetGraph) \
+	X(cuGraphEventRecordNodeGetEvent) \
+	X(cuGraphEventWaitNodeGetEvent) \
+	X(cuGraphClone) \
+	X(cuGraphNodeFindInClone) \
+	X(cuGraphKernelNodeGetAttribute) \
+	X(cuGraphKernelNodeSetAttribute) \
+	X(cuGraphMemcpyNodeGetParams)
 
 #include "backend_gen.h"
 

@@ -548,4 +548,15 @@ CUresult backend_missing_cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, vo
 extern __typeof__(backend_missing_cuCoredumpGetAttributeGlobal) host_cuCoredumpGetAttributeGlobal
 	__attribute__((weak, alias("backend_missing_cuCoredumpGetAttributeGlobal")));
 
+CUresult backend_missing_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	static int logged;
+
+	(void)dst;
+	(void)src;
+	return missing("cuGraphKernelNodeCopyAttributes", &logged);
+}
+extern __typeof__(backend_missing_cuGraphKernelNodeCopyAttributes) host_cuGraphKernelNodeCopyAttributes
+	__attribute__((weak, alias("backend_missing_cuGraphKernelNodeCopyAttributes")));
+
 VGPU_GEN_SLOTS_END

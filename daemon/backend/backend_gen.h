@@ -63,6 +63,7 @@
 	X(cuParamSetTexRef) \
 	X(cuCoredumpGetAttribute) \
 	X(cuCoredumpGetAttributeGlobal) \
+	X(cuGraphKernelNodeCopyAttributes) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

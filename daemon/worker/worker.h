@@ -139,6 +139,18 @@ extern const struct op_desc exec_link_ops[];
 extern const struct op_desc exec_graph_node_ops[];
 /* exec_graph_node.c: the node ids of a graph being destroyed are dropped. */
 void graph_nodes_forget(uint32_t graph);
+/* exec_graph_node.c, for exec_graph_query.c: a node's id (issued now if it
+ * has none; 0: no more ids); node ids of graph @graph as the driver's
+ * nodes; edge data checked; a node of a live graph and its graph's id; a
+ * node id dropped. */
+uint32_t graph_node_id(CUgraphNode n, uint32_t graph);
+CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out);
+CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
+CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
+extern const struct op_desc exec_graph_query_ops[];
+/* exec_graph_query.c: graphs the session knows that a child graph node
+ * owns go with that node (0: any node) or with graph @parent. */
+void graph_embedded_forget(struct worker *w, uint32_t parent, uint32_t node);
 extern const struct op_desc exec_streamops_ops[];
 extern const struct op_desc exec_pool_ops[];
 /* exec_gen.c: the generated calls (include/vgpu/calls.def). */

@@ -67,6 +67,7 @@
 	X(GEN_cuParamSetTexRef) \
 	X(GEN_cuCoredumpGetAttribute) \
 	X(GEN_cuCoredumpGetAttributeGlobal) \
+	X(GEN_cuGraphKernelNodeCopyAttributes) \
 
 /* Kinds of the handles the runtime issues for generated calls alone. */
 enum vgpu_gen_kind {
@@ -589,5 +590,16 @@ struct vgpu_res_cuCoredumpGetAttributeGlobal {
 };
 _Static_assert(sizeof(struct vgpu_args_cuCoredumpGetAttributeGlobal) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttributeGlobal: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuCoredumpGetAttributeGlobal) <= VGPU_GEN_WIRE_MAX, "cuCoredumpGetAttributeGlobal: outputs too large");
+
+/* CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) */
+struct vgpu_args_cuGraphKernelNodeCopyAttributes {
+	uint32_t dst;
+	uint32_t src;
+};
+struct vgpu_res_cuGraphKernelNodeCopyAttributes {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: outputs too large");
 
 #endif /* CUDA_VERSION */

@@ -490,6 +490,32 @@ enum vgpu_op {
 	VGPU_OP_POOL_IMPORT_PTR,	/* arg0 imported pool id; P: the 64 bytes;
 					 * R: val0 address, val1 bytes mapped */
 
+	/* Graph queries and edits (graphq, runtime/graph/graph_query.c,
+	 * daemon/worker/exec/exec_graph_query.c). Nodes travel as the ids
+	 * GRAPH_NODES issues, graphs and events as the client's ids. */
+	VGPU_OP_GRAPH_EDGES = 0x150,	/* arg0 graph id, arg1 node id (0: every edge of
+					 * the graph), arg2 1: the node's dependents, 0:
+					 * its dependencies; R: val0 edges, slot holds
+					 * struct vgpu_graph_edge[val0] */
+	VGPU_OP_GRAPH_REMOVE_DEPENDENCIES, /* as GRAPH_ADD_DEPENDENCIES */
+	VGPU_OP_STREAM_UPDATE_CAPTURE_DEPS, /* sqe.stream, arg0 flags, arg1 nodes, arg2 1:
+					 * edge data follow, arg3 the nodes' graph id (0:
+					 * no nodes); P: u32 node ids[arg1],
+					 * CUgraphEdgeData[arg1] if arg2 */
+	VGPU_OP_GRAPH_NODE_OBJECT,	/* arg0 node id, arg1 a new graph id, taken for a
+					 * child graph the session does not know yet;
+					 * R: val0 the child graph's or event's id, val1 1:
+					 * arg1 was taken (the graph is the node's) */
+	VGPU_OP_GRAPH_CLONE,		/* arg0 graph id, arg1 the clone's new id */
+	VGPU_OP_GRAPH_NODE_IN_CLONE,	/* arg0 node id, arg1 clone's graph id; R: val0
+					 * the clone's node: id | type << 32 */
+	VGPU_OP_KERNEL_NODE_ATTR,	/* arg0 node id, arg1 CUkernelNodeAttrID, arg2 1:
+					 * set; P (set) / R (get: slot): the
+					 * CUkernelNodeAttrValue, an event in it as its
+					 * client id */
+	VGPU_OP_MEMCPY_NODE_GET,	/* arg0 node id; R: slot holds the CUDA_MEMCPY3D
+					 * (host ends: pinned pool addresses; no arrays) */
+
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,
@@ -626,6 +652,14 @@ struct vgpu_graph_node {
 	uint32_t type;			/* CUgraphNodeType */
 };
 
+/* GRAPH_EDGES: one edge, its ends with their types (CUgraphNodeType). */
+#define VGPU_MAX_GRAPH_EDGES	2048u	/* what one reply slot holds */
+struct vgpu_graph_edge {
+	uint32_t from, to;		/* node ids */
+	uint32_t from_type, to_type;
+	uint8_t data[8];		/* CUgraphEdgeData */
+};
+
 /* KERNEL_NODE_GET / _SET: a kernel node's parameters. */
 struct vgpu_kernel_node {
 	uint32_t func;			/* client function id */
@@ -670,6 +704,7 @@ _Static_assert(sizeof(struct vgpu_jit_option) == 16, "jit option layout");
 _Static_assert(sizeof(struct vgpu_link_input) == 24, "link input layout");
 _Static_assert(sizeof(struct vgpu_link_reply) == 24, "link reply layout");
 _Static_assert(sizeof(struct vgpu_graph_node) == 8, "graph node layout");
+_Static_assert(sizeof(struct vgpu_graph_edge) == 24, "graph edge layout");
 _Static_assert(sizeof(struct vgpu_kernel_node) == 40, "kernel node layout");
 _Static_assert(sizeof(struct vgpu_node_params) == 88, "node params layout");
 

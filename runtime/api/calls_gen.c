@@ -1000,3 +1000,22 @@ VGPU_EXPORT CUresult cuCoredumpGetAttributeGlobal(CUcoredumpSettings get, void *
 	*size = out_.size;
 	return rc_;
 }
+
+VGPU_EXPORT CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	struct vgpu_args_cuGraphKernelNodeCopyAttributes in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuGraphKernelNodeCopyAttributes, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_)
+		rc_ = vgpu_fwd_node(&fwd_, dst, &in_.dst);
+	if (!rc_)
+		rc_ = vgpu_fwd_node(&fwd_, src, &in_.src);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}

@@ -35,3 +35,73 @@ VGPU_EXPORT CUresult cuStreamCopyAttributes_ptsz(CUstream dstStream, CUstream sr
 {
 	return vgpu_hand_cuStreamCopyAttributes(true, dstStream, srcStream);
 }
+
+VGPU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges)
+{
+	return vgpu_hand_cuGraphGetEdges(hGraph, from, to, edgeData, numEdges);
+}
+
+VGPU_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies)
+{
+	return vgpu_hand_cuGraphNodeGetDependencies(hNode, dependencies, edgeData, numDependencies);
+}
+
+VGPU_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes)
+{
+	return vgpu_hand_cuGraphNodeGetDependentNodes(hNode, dependentNodes, edgeData, numDependentNodes);
+}
+
+VGPU_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies)
+{
+	return vgpu_hand_cuGraphRemoveDependencies(hGraph, from, to, edgeData, numDependencies);
+}
+
+VGPU_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+{
+	return vgpu_hand_cuStreamUpdateCaptureDependencies(false, hStream, dependencies, dependencyData, numDependencies, flags);
+}
+
+VGPU_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)
+{
+	return vgpu_hand_cuStreamUpdateCaptureDependencies(true, hStream, dependencies, dependencyData, numDependencies, flags);
+}
+
+VGPU_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+	return vgpu_hand_cuGraphChildGraphNodeGetGraph(hNode, phGraph);
+}
+
+VGPU_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return vgpu_hand_cuGraphEventRecordNodeGetEvent(hNode, event_out);
+}
+
+VGPU_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return vgpu_hand_cuGraphEventWaitNodeGetEvent(hNode, event_out);
+}
+
+VGPU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	return vgpu_hand_cuGraphClone(phGraphClone, originalGraph);
+}
+
+VGPU_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
+{
+	return vgpu_hand_cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph);
+}
+
+VGPU_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue_v1 *value_out)
+{
+	return vgpu_hand_cuGraphKernelNodeGetAttribute(hNode, attr, value_out);
+}
+
+VGPU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue_v1 *value)
+{
+	return vgpu_hand_cuGraphKernelNodeSetAttribute(hNode, attr, value);
+}
+
+VGPU_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D_v2 *nodeParams)
+{
+	return vgpu_hand_cuGraphMemcpyNodeGetParams(hNode, nodeParams);
+}

@@ -18,5 +18,18 @@
 VGPU_HIDDEN CUresult vgpu_hand_cuStreamSetAttribute(bool ptds, CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue_v1 *param);
 VGPU_HIDDEN CUresult vgpu_hand_cuStreamGetAttribute(bool ptds, CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue_v1 *value);
 VGPU_HIDDEN CUresult vgpu_hand_cuStreamCopyAttributes(bool ptds, CUstream dstStream, CUstream srcStream);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies);
+VGPU_HIDDEN CUresult vgpu_hand_cuStreamUpdateCaptureDependencies(bool ptds, CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue_v1 *value_out);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue_v1 *value);
+VGPU_HIDDEN CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D_v2 *nodeParams);
 
 #endif

@@ -4,6 +4,7 @@
  * come back at the next synchronous call); synchronize, query and elapsed
  * time wait for the worker's answer.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,37 @@ CUresult vgpu_event_resolve(CUevent h, struct vgpu_event **out)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*out = ev;
 	return CUDA_SUCCESS;
+}
+
+/* Live events by id, for what the worker names by id (graph nodes). */
+#define BY_ID_CHUNK	4096u
+#define BY_ID_MAX	(1u << 22)	/* as many as the worker's tables hold */
+
+static pthread_mutex_t by_id_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vgpu_event **by_id[BY_ID_MAX / BY_ID_CHUNK];
+
+/* Under by_id_lock. false: no memory for the entry. */
+static bool by_id_set(uint32_t id, struct vgpu_event *ev)
+{
+	struct vgpu_event ***c = &by_id[id / BY_ID_CHUNK];
+
+	if (id >= BY_ID_MAX)
+		return false;
+	if (!*c && (!ev || !(*c = calloc(BY_ID_CHUNK, sizeof(**c)))))
+		return !ev;
+	(*c)[id % BY_ID_CHUNK] = ev;
+	return true;
+}
+
+CUevent vgpu_event_by_id(uint32_t id)
+{
+	struct vgpu_event *ev = NULL;
+
+	pthread_mutex_lock(&by_id_lock);
+	if (id && id < BY_ID_MAX && by_id[id / BY_ID_CHUNK])
+		ev = by_id[id / BY_ID_CHUNK][id % BY_ID_CHUNK];
+	pthread_mutex_unlock(&by_id_lock);
+	return (CUevent)ev;
 }
 
 static CUresult resolve(CUevent h, struct vgpu_event **out)
@@ -57,8 +89,15 @@ VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	ev->magic = VGPU_EVENT_MAGIC;
 	ev->ctx = ctx;
 	ev->flags = Flags;
-	rc = vgpu_post5(VGPU_OP_EVENT_CREATE, ctx->id, 0, ev->id, Flags, 0, 0, 0);
+	pthread_mutex_lock(&by_id_lock);
+	rc = by_id_set(ev->id, ev) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_unlock(&by_id_lock);
+	if (!rc)
+		rc = vgpu_post5(VGPU_OP_EVENT_CREATE, ctx->id, 0, ev->id, Flags, 0, 0, 0);
 	if (rc) {
+		pthread_mutex_lock(&by_id_lock);
+		by_id_set(ev->id, NULL);
+		pthread_mutex_unlock(&by_id_lock);
 		vgpu_id_free(VGPU_K_EVENT, ev->id);
 		free(ev);
 		return rc;
@@ -74,6 +113,9 @@ static CUresult destroy(CUevent h)
 
 	if (rc)
 		return rc;
+	pthread_mutex_lock(&by_id_lock);
+	by_id_set(ev->id, NULL);
+	pthread_mutex_unlock(&by_id_lock);
 	rc = vgpu_post5(VGPU_OP_EVENT_DESTROY, ev->ctx->id, 0, ev->id, 0, 0, 0, 0);
 	/* Reusable once the worker has been told (ring order does the rest). */
 	if (!rc)

@@ -406,6 +406,28 @@ VGPU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	return CUDA_SUCCESS;
 }
 
+CUresult vgpu_graph_handle_new(struct vgpu_ctx *ctx, CUgraph *out, uint32_t *id)
+{
+	struct graph *g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
+
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = (CUgraph)g;
+	*id = g->id;
+	return CUDA_SUCCESS;
+}
+
+void vgpu_graph_handle_free(CUgraph h)
+{
+	struct graph *g = (struct graph *)h;
+
+	if (!g || g->magic != VGPU_GRAPH_MAGIC)
+		return;
+	vgpu_graph_nodes_release(h);
+	into_drop(h);
+	graph_free(g, VGPU_K_GRAPH);
+}
+
 CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id)
 {
 	struct graph *g;
@@ -554,6 +576,8 @@ static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
 		return rc;
 	rc = vgpu_post5(op, g->ctx->id, 0, g->id, 0, 0, 0, 0);
 	if (!rc && k == VGPU_K_GRAPH) {
+		vgpu_graph_embedded_drop((CUgraph)h, NULL);
+		vgpu_graph_embedded_forget((CUgraph)h);
 		vgpu_graph_nodes_release((CUgraph)h);
 		into_drop((CUgraph)h);
 	}

@@ -13,6 +13,16 @@
 VGPU_HIDDEN CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *id);
 
+/* graph.c: a graph handle with a fresh id the worker does not know yet;
+ * one freed with its node handles (a graph the worker forgot). */
+VGPU_HIDDEN CUresult vgpu_graph_handle_new(struct vgpu_ctx *ctx, CUgraph *out, uint32_t *id);
+VGPU_HIDDEN void vgpu_graph_handle_free(CUgraph h);
+
+/* graph_query.c: the graphs child graph nodes own go with their node (NULL:
+ * any node) or their parent graph; a graph destroyed is no longer one. */
+VGPU_HIDDEN void vgpu_graph_embedded_drop(CUgraph parent, CUgraphNode node);
+VGPU_HIDDEN void vgpu_graph_embedded_forget(CUgraph g);
+
 /* graph_node.c: node handles of a graph that is going away are freed. */
 VGPU_HIDDEN void vgpu_graph_nodes_release(CUgraph h);
 /* graph_node.c: a function the worker may name by id (launches tell). */

@@ -191,7 +191,11 @@ static CUresult set_node(CUgraphExec exec, CUgraphNode h, struct vgpu_node_param
 	r.sqe.arg[1] = eid;
 	r.payload = v;
 	r.payload_len = sizeof(*v);
-	return vgpu_call(&r);
+	rc = vgpu_call(&r);
+	/* A child graph node given a new graph holds another copy now. */
+	if (!rc && !exec && type == CU_GRAPH_NODE_TYPE_GRAPH)
+		vgpu_graph_embedded_drop(g, h);
+	return rc;
 }
 
 /* The context a node is made in, for the typed calls that name one. */
@@ -575,7 +579,9 @@ VGPU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
 		rc = vgpu_graph_node_lookup(hNode, &g, &id, &type, &ctx);
 	if (!rc)
 		rc = vgpu_call5(VGPU_OP_GRAPH_DESTROY_NODE, ctx->id, 0, id, 0, 0, 0, 0, &cqe);
-	if (!rc)
+	if (!rc) {
+		vgpu_graph_embedded_drop(g, hNode);
 		vgpu_graph_node_forget(hNode);
+	}
 	return rc;
 }

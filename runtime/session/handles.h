@@ -86,6 +86,8 @@ struct vgpu_event {
 
 /* A CUevent handle checked: CUDA_ERROR_INVALID_HANDLE unless live. */
 VGPU_HIDDEN CUresult vgpu_event_resolve(CUevent h, struct vgpu_event **out);
+/* The live event the worker names by @id; NULL: none. */
+VGPU_HIDDEN CUevent vgpu_event_by_id(uint32_t id);
 
 /* module.c: CUmodule and CUlibrary are both this. */
 struct vgpu_module {

@@ -1224,6 +1224,27 @@ static void test_cuCoredumpGetAttributeGlobal(struct fwd_test_env *env)
 	FWD_EXPECT(v3 == FWD_TEST_COUNT - 1);
 }
 
+/* cuGraphKernelNodeCopyAttributes */
+static CUresult check_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(dst == (CUgraphNode)fwd_test_obj(FWD_NODE, 0, 1));
+	FWD_EXPECT(src == (CUgraphNode)fwd_test_obj(FWD_NODE, 0, 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuGraphKernelNodeCopyAttributes(struct fwd_test_env *env)
+{
+
+	env->backend->cuGraphKernelNodeCopyAttributes = check_cuGraphKernelNodeCopyAttributes;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuGraphKernelNodeCopyAttributes((CUgraphNode)fwd_test_handle(FWD_NODE, 0, 1), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2)) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuGraphKernelNodeCopyAttributes((CUgraphNode)fwd_test_wrong_handle(), (CUgraphNode)fwd_test_handle(FWD_NODE, 0, 2)) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
 static const struct fwd_test_case cases[] = {
 	{ "cuCtxGetExecAffinity", test_cuCtxGetExecAffinity },
 	{ "cuCtxResetPersistingL2Cache", test_cuCtxResetPersistingL2Cache },
@@ -1271,6 +1292,7 @@ static const struct fwd_test_case cases[] = {
 	{ "cuParamSetTexRef", test_cuParamSetTexRef },
 	{ "cuCoredumpGetAttribute", test_cuCoredumpGetAttribute },
 	{ "cuCoredumpGetAttributeGlobal", test_cuCoredumpGetAttributeGlobal },
+	{ "cuGraphKernelNodeCopyAttributes", test_cuGraphKernelNodeCopyAttributes },
 };
 
 int main(void)

@@ -3,7 +3,8 @@
  * Stream capture and graphs on the host backend: not emulated. Its streams
  * run every operation at once, so there is nothing to record; beginning a
  * capture says so (CUDA_ERROR_NOT_SUPPORTED, logged once) and no stream is
- * ever capturing. The graph calls cannot be reached without a capture.
+ * ever capturing. Graphs are not emulated either: every graph call says
+ * so, and none can be reached with a graph of this backend.
  */
 #include "host_backend.h"
 #include "capture.h"
@@ -225,4 +226,95 @@ CUresult host_cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph g, CUgraphExecUpdat
 	(void)g;
 	(void)info;
 	return no_graphs("cuGraphExecUpdate");
+}
+
+/* Graph queries and edits (exec_graph_query.c): there is no graph to ask. */
+CUresult host_cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to,
+				 CUgraphEdgeData *edges, size_t *n)
+{
+	(void)g, (void)from, (void)to, (void)edges, (void)n;
+	return no_graphs("cuGraphGetEdges");
+}
+
+CUresult host_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps,
+					    CUgraphEdgeData *edges, size_t *n)
+{
+	(void)node, (void)deps, (void)edges, (void)n;
+	return no_graphs("cuGraphNodeGetDependencies");
+}
+
+CUresult host_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps,
+					      CUgraphEdgeData *edges, size_t *n)
+{
+	(void)node, (void)deps, (void)edges, (void)n;
+	return no_graphs("cuGraphNodeGetDependentNodes");
+}
+
+CUresult host_cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from,
+					   const CUgraphNode *to, const CUgraphEdgeData *edges,
+					   size_t n)
+{
+	(void)g, (void)from, (void)to, (void)edges, (void)n;
+	return no_graphs("cuGraphRemoveDependencies");
+}
+
+/* No stream is ever capturing here. */
+CUresult host_cuStreamUpdateCaptureDependencies_v2(CUstream s, CUgraphNode *deps,
+						   const CUgraphEdgeData *edges, size_t n,
+						   unsigned int flags)
+{
+	CUresult rc = host_stream_check(s);
+
+	(void)deps, (void)edges, (void)n, (void)flags;
+	return rc ? rc : CUDA_ERROR_ILLEGAL_STATE;
+}
+
+CUresult host_cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *g)
+{
+	(void)node, (void)g;
+	return no_graphs("cuGraphChildGraphNodeGetGraph");
+}
+
+CUresult host_cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *e)
+{
+	(void)node, (void)e;
+	return no_graphs("cuGraphEventRecordNodeGetEvent");
+}
+
+CUresult host_cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent *e)
+{
+	(void)node, (void)e;
+	return no_graphs("cuGraphEventWaitNodeGetEvent");
+}
+
+CUresult host_cuGraphClone(CUgraph *clone, CUgraph g)
+{
+	(void)clone, (void)g;
+	return no_graphs("cuGraphClone");
+}
+
+CUresult host_cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode node, CUgraph clone)
+{
+	(void)out, (void)node, (void)clone;
+	return no_graphs("cuGraphNodeFindInClone");
+}
+
+CUresult host_cuGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+					    CUkernelNodeAttrValue *v)
+{
+	(void)node, (void)id, (void)v;
+	return no_graphs("cuGraphKernelNodeGetAttribute");
+}
+
+CUresult host_cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+					    const CUkernelNodeAttrValue *v)
+{
+	(void)node, (void)id, (void)v;
+	return no_graphs("cuGraphKernelNodeSetAttribute");
+}
+
+CUresult host_cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *p)
+{
+	(void)node, (void)p;
+	return no_graphs("cuGraphMemcpyNodeGetParams");
 }

@@ -923,6 +923,28 @@ static enum op_status gen_cuCoredumpGetAttributeGlobal(struct worker *w, struct 
 	return fwd_answer(call, rc_, &out_, sizeof(out_), value ? (uint64_t)(out_.size < in_.size ? out_.size : in_.size) * sizeof(uint8_t) : 0);
 }
 
+static enum op_status gen_cuGraphKernelNodeCopyAttributes(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuGraphKernelNodeCopyAttributes in_;
+	struct vgpu_res_cuGraphKernelNodeCopyAttributes out_;
+	CUgraphNode dst = NULL;
+	CUgraphNode src = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_node(w, call, in_.dst, &dst);
+	if (!rc_)
+		rc_ = fwd_node(w, call, in_.src, &src);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuGraphKernelNodeCopyAttributes(dst, src);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
 const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCtxGetExecAffinity, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxGetExecAffinity),
 	OP(GEN_cuCtxResetPersistingL2Cache, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxResetPersistingL2Cache),
@@ -970,5 +992,6 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuParamSetTexRef, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuParamSetTexRef),
 	OP(GEN_cuCoredumpGetAttribute, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCoredumpGetAttribute),
 	OP(GEN_cuCoredumpGetAttributeGlobal, OPF_SYNC_ONLY, gen_cuCoredumpGetAttributeGlobal),
+	OP(GEN_cuGraphKernelNodeCopyAttributes, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuGraphKernelNodeCopyAttributes),
 	{ 0 },
 };

@@ -142,9 +142,13 @@ static enum op_status op_destroy(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
-	call->cqe->result = exec ? w->B.cuGraphExecDestroy(e->obj) : w->B.cuGraphDestroy(e->obj);
-	if (!exec)
+	/* A graph a child graph node owns (data set) goes with its node. */
+	call->cqe->result = exec ? w->B.cuGraphExecDestroy(e->obj)
+			  : e->data ? CUDA_SUCCESS : w->B.cuGraphDestroy(e->obj);
+	if (!exec) {
+		graph_embedded_forget(w, (uint32_t)call->sqe->arg[0], 0);
 		graph_nodes_forget((uint32_t)call->sqe->arg[0]);
+	}
 	obj_remove(t, call->sqe->arg[0]);
 	pools_graph_gone(w, exec ? 0 : (uint32_t)call->sqe->arg[0],
 			 exec ? (uint32_t)call->sqe->arg[0] : 0);

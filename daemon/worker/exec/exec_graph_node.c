@@ -30,7 +30,7 @@ void graph_nodes_forget(uint32_t graph)
 }
 
 /* The node's id, issued now if it has none. 0: no more ids. */
-static uint32_t node_id(CUgraphNode n, uint32_t graph)
+uint32_t graph_node_id(CUgraphNode n, uint32_t graph)
 {
 	struct obj_entry *e;
 	uint32_t i;
@@ -73,7 +73,7 @@ static enum op_status op_nodes(struct worker *w, struct op_call *call)
 
 		rc = w->B.cuGraphNodeGetType(list[i], &t);
 		out[i].type = t;
-		out[i].id = rc ? 0 : node_id(list[i], (uint32_t)s->arg[0]);
+		out[i].id = rc ? 0 : graph_node_id(list[i], (uint32_t)s->arg[0]);
 		if (!rc && !out[i].id)
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -272,7 +272,7 @@ static enum op_status op_graph_create(struct worker *w, struct op_call *call)
 }
 
 /* n node ids of graph @graph, as the driver's nodes. */
-static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out)
+CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		uint32_t id;
@@ -288,7 +288,7 @@ static CUresult node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgra
 }
 
 /* n edge data (CUgraphEdgeData) at @src, checked: known types, reserved 0. */
-static CUresult edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out)
+CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out)
 {
 	static const unsigned char zero[sizeof(out->reserved)];
 
@@ -323,10 +323,10 @@ static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 						    (s->arg[2] ? sizeof(*edges) : 0)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
+		rc = graph_node_list((const uint32_t *)((const uint8_t *)call->payload + used), s->arg[1],
 			       (uint32_t)s->arg[0], deps);
 	if (!rc && s->arg[2])
-		rc = edge_list((const uint8_t *)call->payload + used + s->arg[1] * sizeof(uint32_t),
+		rc = graph_edge_list((const uint8_t *)call->payload + used + s->arg[1] * sizeof(uint32_t),
 			       s->arg[1], edges);
 	if (!rc && s->arg[2]) {	/* edges of a kind: the generic call takes them */
 		CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_KERNEL };
@@ -338,7 +338,7 @@ static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 		rc = w->B.cuGraphAddKernelNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
 						  s->arg[1], &p);
 	}
-	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
+	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;
 	call->cqe->val[0] = id;
@@ -358,11 +358,11 @@ static enum op_status op_add_deps(struct worker *w, struct op_call *call)
 		    call->len != n * (2 * sizeof(uint32_t) + (s->arg[2] ? sizeof(*edges) : 0))))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = node_list(ids, n, (uint32_t)s->arg[0], from);
+		rc = graph_node_list(ids, n, (uint32_t)s->arg[0], from);
 	if (!rc)
-		rc = node_list(ids + n, n, (uint32_t)s->arg[0], to);
+		rc = graph_node_list(ids + n, n, (uint32_t)s->arg[0], to);
 	if (!rc && s->arg[2])
-		rc = edge_list((const uint8_t *)(ids + 2 * n), n, edges);
+		rc = graph_edge_list((const uint8_t *)(ids + 2 * n), n, edges);
 	if (!rc)
 		rc = w->B.cuGraphAddDependencies_v2(g->obj, from, to, s->arg[2] ? edges : NULL, n);
 	call->cqe->result = rc;
@@ -484,17 +484,17 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 		rc = node_params(w, &v, (uint32_t)s->arg[0], &p);
 	}
 	if (!rc)
-		rc = node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
+		rc = graph_node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
 			       s->arg[1], (uint32_t)s->arg[0], deps);
 	if (!rc && s->arg[2])
-		rc = edge_list((const uint8_t *)call->payload + sizeof(v) +
+		rc = graph_edge_list((const uint8_t *)call->payload + sizeof(v) +
 				       s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
 	if (!rc && !g)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	if (!rc)
 		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
 					    s->arg[2] ? edges : NULL, s->arg[1], &p);
-	if (!rc && !(id = node_id(node, (uint32_t)s->arg[0])))
+	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;
 	call->cqe->val[0] = id;
@@ -502,7 +502,7 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 }
 
 /* A node of a live graph, its graph's id in *graph. */
-static CUresult live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph)
+CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph)
 {
 	struct obj_entry *e = nodes.kind && id < OBJ_MAX_ID ? obj_get(&nodes, (uint32_t)id) : NULL;
 
@@ -522,7 +522,7 @@ static enum op_status op_node_set(struct worker *w, struct op_call *call)
 	CUgraphNodeType t;
 	CUgraphNode node;
 	uint32_t graph;
-	CUresult rc = live_node(w, s->arg[0], &node, &graph);
+	CUresult rc = graph_live_node(w, s->arg[0], &node, &graph);
 
 	if (!rc && s->arg[1] && !(exec = obj_get(&w->graph_execs, (uint32_t)s->arg[1])))
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -539,6 +539,9 @@ static enum op_status op_node_set(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = exec ? w->B.cuGraphExecNodeSetParams(exec->obj, node, &p)
 			  : w->B.cuGraphNodeSetParams(node, &p);
+	/* A child graph node given a new graph may hold another copy now. */
+	if (!rc && !exec && t == CU_GRAPH_NODE_TYPE_GRAPH)
+		graph_embedded_forget(w, graph, (uint32_t)s->arg[0]);
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -547,12 +550,14 @@ static enum op_status op_destroy_node(struct worker *w, struct op_call *call)
 {
 	CUgraphNode node;
 	uint32_t graph;
-	CUresult rc = live_node(w, call->sqe->arg[0], &node, &graph);
+	CUresult rc = graph_live_node(w, call->sqe->arg[0], &node, &graph);
 
 	if (!rc)
 		rc = w->B.cuGraphDestroyNode(node);
-	if (!rc)
+	if (!rc) {
+		graph_embedded_forget(w, graph, (uint32_t)call->sqe->arg[0]);
 		obj_remove(&nodes, (uint32_t)call->sqe->arg[0]);
+	}
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -573,7 +578,7 @@ static enum op_status op_capture_to_graph(struct worker *w, struct op_call *call
 		    call->len != s->arg[2] * sizeof(uint32_t)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = node_list(call->payload, s->arg[2], (uint32_t)s->arg[1], deps);
+		rc = graph_node_list(call->payload, s->arg[2], (uint32_t)s->arg[1], deps);
 	if (!rc)
 		rc = w->B.cuStreamBeginCaptureToGraph(st, g->obj, s->arg[2] ? deps : NULL, NULL,
 						      s->arg[2], (CUstreamCaptureMode)s->arg[0]);
@@ -589,7 +594,7 @@ static uint64_t node_word(struct worker *w, CUgraphNode n, uint32_t graph)
 	CUgraphNodeType t;
 	uint32_t id;
 
-	if (!n || w->B.cuGraphNodeGetType(n, &t) || !(id = node_id(n, graph)))
+	if (!n || w->B.cuGraphNodeGetType(n, &t) || !(id = graph_node_id(n, graph)))
 		return 0;
 	return id | (uint64_t)t << 32;
 }
