@@ -194,7 +194,10 @@ static void child(CUgraph g, CUdeviceptr d)
 	expect(!rc && again == got, "the same handle the next time", rc);
 	rc = cuGraphGetNodes(got, list, &n);
 	expect(!rc && n == 1 && list[0] != inner, "the copy has its own kernel node", rc);
-	expect(run(got, d4, &rc) == v && !rc, "the copy runs", rc);
+	/* What running a child node's graph does is the driver's to say: the
+	 * same natively and through vgpu (the GPU suite compares the lines). */
+	printf("the copy runs: %s\n", run(got, d4, &rc) == v ? "its kernel wrote" : "nothing written");
+	printf("the copy's run: %s\n", errname(rc));
 	rc = cuGraphChildGraphNodeGetGraph(inner, &got);
 	expect(rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_INVALID_HANDLE,
 	       "a kernel node has no graph", rc);
@@ -225,8 +228,11 @@ static void attributes(CUgraph g, CUgraphNode k, CUdeviceptr d)
 	memset(&got, 0, sizeof(got));
 	rc = cuGraphKernelNodeGetAttribute(k2, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &got);
 	expect(!rc && got.priority == greatest, "it has the priority too", rc);
-	rc = cuGraphKernelNodeGetAttribute(k, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, NULL);
-	expect(rc == CUDA_ERROR_INVALID_VALUE, "reading into NULL is refused", rc);
+	/* The driver crashes on a NULL value; vgpu refuses it. */
+	if (under_vgpu()) {
+		rc = cuGraphKernelNodeGetAttribute(k, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, NULL);
+		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "reading an attribute into NULL is refused", rc);
+	}
 	rc = cuGraphDestroyNode(k2);
 	expect(!rc, "the other node is destroyed", rc);
 }
