@@ -110,6 +110,8 @@ UNIT_BINS := $(UNIT)/test_ring $(UNIT)/test_dark_api $(UNIT)/test_backend_host \
 	$(UNIT)/test_image_check $(UNIT)/test_pool $(UNIT)/test_jit_cache
 # streamops
 UNIT_BINS += $(UNIT)/test_host_streamops
+# green contexts
+UNIT_BINS += $(UNIT)/test_host_green
 
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
@@ -129,6 +131,7 @@ $(UNIT)/test_image_check: $(call obj,tests/unit/test_image_check.c $(wildcard da
 $(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/supervisor/jit_cache.c)
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/worker/vmem.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_host_green: $(call obj,tests/unit/test_host_green.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/worker/pool.c daemon/worker/exec/exec_pool.c daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/log.c)
 
 # Runtime files built without hidden visibility for tests that call them.

@@ -104,6 +104,13 @@
 	X(cuCtxGetDevResource) \
 	X(cuDevSmResourceSplitByCount) \
 	X(cuDevResourceGenerateDesc) \
+	X(cuGreenCtxCreate) \
+	X(cuGreenCtxDestroy) \
+	X(cuCtxFromGreenCtx) \
+	X(cuGreenCtxGetDevResource) \
+	X(cuGreenCtxStreamCreate) \
+	X(cuGreenCtxRecordEvent) \
+	X(cuGreenCtxWaitEvent) \
 	X(cuLinkCreate_v2) \
 	X(cuLinkAddData_v2) \
 	X(cuLinkComplete) \

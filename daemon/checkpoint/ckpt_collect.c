@@ -57,6 +57,11 @@ int ckpt_run_drain(struct ckpt_run *r)
 			return ckpt_run_fail(r, -EOPNOTSUPP, "the session holds CUDA graphs, which "
 					     "checkpoints do not carry yet");
 	}
+	/* A green context holds SMs of its own: a restore would need the
+	 * descriptor, its streams and its objects made in it again. */
+	obj_for_each(&w->greens, i, e)
+		return ckpt_run_fail(r, -EOPNOTSUPP, "the session holds green contexts, which "
+				     "checkpoints do not carry yet");
 	if (w->captures)
 		return ckpt_run_fail(r, -EBUSY, "a stream capture is in progress");
 	if (pool_ipc_ckpt_refusal(w))

@@ -201,6 +201,7 @@ int worker_prepare(struct worker *w, const char *backend, const struct worker_co
 	obj_table_init(&w->graphs, "graph");
 	obj_table_init(&w->graph_execs, "graph instance");
 	obj_table_init(&w->gen_objs, "generated-kind object");
+	obj_table_init(&w->greens, "green context");
 	pthread_mutex_init(&w->cq_lock, NULL);
 	dispatch_init();
 	return 0;

@@ -70,6 +70,7 @@ struct worker {
 	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
 	struct obj_table ctxs, streams, events, modules, funcs, graphs, graph_execs;
 	struct obj_table gen_objs;	/* generated kinds (calls.def), aux: the kind */
+	struct obj_table greens;	/* green contexts (exec_green.c) */
 	uint32_t captures;		/* stream captures begun and not ended */
 	uint32_t cur_ctx;		/* ctx id current on the main thread */
 	CUresult deferred;		/* first error of an asynchronous call */
@@ -119,6 +120,11 @@ struct op_desc {
 	op_handler fn;
 	const char *name;
 };
+
+/* A w->ctxs entry's aux: its device, and above it what kind it is. */
+#define CTX_AUX_PRIMARY	(1ull << 32)
+#define CTX_AUX_GREEN	(2ull << 32)	/* a green context's (exec_green.c) */
+#define CTX_AUX_KIND(aux)	((aux) & ~0xffffffffull)
 
 #define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
 #define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */

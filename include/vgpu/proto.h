@@ -515,6 +515,19 @@ enum vgpu_op {
 					 * client id */
 	VGPU_OP_MEMCPY_NODE_GET,	/* arg0 node id; R: slot holds the CUDA_MEMCPY3D
 					 * (host ends: pinned pool addresses; no arrays) */
+	/* Green contexts (runtime/api/green.c, exec_green.c): a green context
+	 * has a client-issued green id, and its CUcontext (cuCtxFromGreenCtx) a
+	 * context id of its own, which every context-taking entry may name. */
+	VGPU_OP_GREEN_CREATE = 0x170,	/* arg0 green id, arg1 context id for it, arg2
+					 * device, arg3 flags, arg4 resources;
+					 * P: CUdevResource[arg4] */
+	VGPU_OP_GREEN_DESTROY,		/* arg0 green id */
+	VGPU_OP_GREEN_RESOURCE,		/* arg0 green id, arg1 CUdevResourceType;
+					 * R: slot holds a CUdevResource */
+	VGPU_OP_GREEN_STREAM_CREATE,	/* arg0 green id, arg1 stream id, arg2 flags,
+					 * arg3 priority (s32) */
+	VGPU_OP_GREEN_RECORD_EVENT,	/* arg0 green id, arg1 event id */
+	VGPU_OP_GREEN_WAIT_EVENT,	/* arg0 green id, arg1 event id */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -229,6 +229,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	o->c.refs = 1;
 	o->c.active = true;
 	o->c.null_priority = 0;
+	o->c.green = NULL;
 	__atomic_store_n(&o->uid, vgpu_ctx_new_uid(), __ATOMIC_RELEASE);
 	o->cache = CU_FUNC_CACHE_PREFER_NONE;
 	o->destroying = false;
@@ -303,7 +304,8 @@ static CUresult ctx_destroy(CUcontext h)
 	for (o = all_created; o; o = o->next_all)
 		if (handle_of(o) == h)
 			break;
-	if (!o || o->c.magic != VGPU_CTX_MAGIC || o->destroying) {
+	/* A green context's goes with cuGreenCtxDestroy. */
+	if (!o || o->c.magic != VGPU_CTX_MAGIC || o->destroying || o->c.green) {
 		pthread_mutex_unlock(&list_lock);
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
@@ -321,6 +323,40 @@ static CUresult ctx_destroy(CUcontext h)
 	vgpu_id_free(VGPU_K_CTX, id);
 	vlog_debug("context %u destroyed (%d)", id, rc);
 	return rc;
+}
+
+CUresult vgpu_ctx_green_new(uint32_t id, CUdevice dev, unsigned int flags, struct vgpu_green *g,
+			    struct vgpu_ctx **out)
+{
+	struct ctx_obj *o = obj_alloc();
+
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&list_lock);
+	o->c.id = id;
+	o->c.dev = dev;
+	o->c.primary = false;
+	o->c.flags = flags;
+	o->c.refs = 1;
+	o->c.active = true;
+	o->c.null_priority = 0;
+	o->c.green = g;
+	__atomic_store_n(&o->uid, vgpu_ctx_new_uid(), __ATOMIC_RELEASE);
+	o->cache = CU_FUNC_CACHE_PREFER_NONE;
+	o->destroying = false;
+	__atomic_store_n(&o->c.magic, VGPU_CTX_MAGIC, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&list_lock);
+	*out = &o->c;
+	return CUDA_SUCCESS;
+}
+
+/* Other threads' stacks see it destroyed by its generation. */
+void vgpu_ctx_green_drop(struct vgpu_ctx *c)
+{
+	struct ctx_obj *o = obj_of(c);
+
+	stack_remove(o);
+	obj_recycle(o);
 }
 
 VGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx)

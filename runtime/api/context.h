@@ -42,6 +42,11 @@ VGPU_HIDDEN CUresult vgpu_ctx_current_any(struct vgpu_ctx **out);
 /* context.c: as vgpu_ctx_resolve, an inactive primary included. */
 VGPU_HIDDEN CUresult vgpu_ctx_resolve_any(CUcontext h, struct vgpu_ctx **out);
 
+/* context.c, for green.c: the context a green context converts to, with
+ * context id @id, live from now on (not made current); and its end. */
+VGPU_HIDDEN CUresult vgpu_ctx_green_new(uint32_t id, CUdevice dev, unsigned int flags,
+					struct vgpu_green *g, struct vgpu_ctx **out);
+VGPU_HIDDEN void vgpu_ctx_green_drop(struct vgpu_ctx *c);
 /* primary_ctx.c: whether @h is one of the primary contexts' handles. */
 VGPU_HIDDEN bool vgpu_ctx_is_primary_handle(const void *h);
 /* primary_ctx.c: a new context instance id (vgpu_ctx_uid), never 0. */

@@ -1,27 +1,52 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device resources: the queries cuDNN and cuBLASLt make before they would
- * partition a GPU with green contexts. A CUdevResource is the backend's
- * own struct (the driver keeps internal bytes in it), so every answer comes
- * from the worker and the structs travel back to it whole. Green contexts
- * themselves are not provided: cuGreenCtxCreate says so.
+ * Device resources and green contexts. A CUdevResource is the backend's
+ * own struct (the driver keeps internal bytes in it), so every answer
+ * comes from the worker and the structs travel back to it whole.
+ *
+ * A descriptor (CUdevResourceDesc) is the resources it was made from, kept
+ * here; the worker makes the real one again when a green context is
+ * created from it. Like the driver's, descriptors are never freed.
+ *
+ * A green context gets a green id, and the CUcontext it converts to
+ * (cuCtxFromGreenCtx) is a context of ours with a context id of its own,
+ * made with it: every context-taking call works on it, the streams made
+ * while it is current are the green context's, and cuCtxDestroy refuses
+ * it. Like the driver, creating one retains the device's primary context
+ * and destroying it releases that. Its id (cuGreenCtxGetId) is its
+ * context's. Green objects are recycled, never freed, so a stale handle
+ * reads as destroyed.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "context.h"
+#include "dark_api.h"
 #include "driver.h"
 #include "client.h"
 #include "handles.h"
 #include "init.h"
-#include "unsupported.h"
+#include "log.h"
 
-#define GREEN_DESC_MAGIC 0x76726473u	/* "vrds" */
+#define GREEN_DESC_MAGIC	0x76726473u	/* "vrds" */
+#define GREEN_DEAD_MAGIC	0x64656164u	/* "dead" */
 
-/* A descriptor the worker accepted: nothing can be made from it here. */
+/* A descriptor the worker accepted, and what it was made from. */
 struct green_desc {
 	uint32_t magic;
 	unsigned int count;
+	CUdevResource res[];
 };
+
+struct green_obj {
+	struct vgpu_green g;	/* first: a CUgreenCtx points here */
+	struct green_obj *next_all;	/* every object ever allocated */
+	struct green_obj *next_free;	/* recycled objects */
+};
+
+static pthread_mutex_t green_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct green_obj *all_greens, *free_greens;
 
 static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 			     CUdevResourceType type)
@@ -135,47 +160,274 @@ VGPU_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevR
 	rc = vgpu_call(&r);
 	if (rc)
 		return rc;
-	d = malloc(sizeof(*d));
+	d = malloc(sizeof(*d) + nbResources * sizeof(*resources));
 	if (!d)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	d->magic = GREEN_DESC_MAGIC;
 	d->count = nbResources;
+	memcpy(d->res, resources, nbResources * sizeof(*resources));
 	*phDesc = (CUdevResourceDesc)d;
 	return CUDA_SUCCESS;
 }
 
-/*
- * A green context is a context confined to some SMs, with streams of its
- * own; the worker would need one per green context and every stream and
- * launch path to know it. Not provided: refused with a clear log, after
- * the checks the driver makes, so a bad descriptor still says so.
- */
+/* ---- green contexts ------------------------------------------------------ */
+
+static struct green_obj *green_alloc(void)
+{
+	struct green_obj *o;
+
+	pthread_mutex_lock(&green_lock);
+	o = free_greens;
+	if (o)
+		free_greens = o->next_free;
+	pthread_mutex_unlock(&green_lock);
+	if (o)
+		return o;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	pthread_mutex_lock(&green_lock);
+	o->next_all = all_greens;
+	all_greens = o;
+	pthread_mutex_unlock(&green_lock);
+	return o;
+}
+
+static void green_recycle(struct green_obj *o)
+{
+	pthread_mutex_lock(&green_lock);
+	__atomic_store_n(&o->g.magic, GREEN_DEAD_MAGIC, __ATOMIC_RELEASE);
+	o->next_free = free_greens;
+	free_greens = o;
+	pthread_mutex_unlock(&green_lock);
+}
+
+/* A live green context, found on the list before it is read. With @take,
+ * it is taken out of use (for its destruction) under the same lock. */
+static CUresult green_resolve(CUgreenCtx h, bool take, struct vgpu_green **out)
+{
+	struct green_obj *o;
+
+	pthread_mutex_lock(&green_lock);
+	for (o = all_greens; o; o = o->next_all)
+		if ((CUgreenCtx)o == h)
+			break;
+	if (o && o->g.magic != VGPU_GREEN_MAGIC)
+		o = NULL;
+	if (o && take)
+		__atomic_store_n(&o->g.magic, GREEN_DEAD_MAGIC, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&green_lock);
+	if (!o)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*out = &o->g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult green_checked(CUgreenCtx h, struct vgpu_green **out)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : green_resolve(h, false, out);
+}
+
+/* The worker makes the descriptor again, the green context and its context. */
+static CUresult green_make(struct green_obj *o, const struct green_desc *d, CUdevice dev,
+			   unsigned int flags)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GREEN_CREATE } };
+	unsigned int ctx_flags = 0;
+	int active;
+	uint32_t ctx_id = vgpu_id_alloc(VGPU_K_CTX);
+	CUresult rc;
+
+	if (!ctx_id)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r.sqe.arg[0] = o->g.id;
+	r.sqe.arg[1] = ctx_id;
+	r.sqe.arg[2] = (uint64_t)dev;
+	r.sqe.arg[3] = flags;
+	r.sqe.arg[4] = d->count;
+	r.payload = d->res;
+	r.payload_len = d->count * sizeof(d->res[0]);
+	rc = vgpu_call(&r);
+	/* The answer is the creation's own: on failure nothing is mapped. */
+	if (!rc) {
+		cuDevicePrimaryCtxGetState(dev, &ctx_flags, &active);
+		rc = vgpu_ctx_green_new(ctx_id, dev, ctx_flags, &o->g, &o->g.ctx);
+		if (rc)
+			vgpu_call5(VGPU_OP_GREEN_DESTROY, 0, 0, o->g.id, 0, 0, 0, 0, &r.cqe);
+	}
+	if (rc)
+		vgpu_id_free(VGPU_K_CTX, ctx_id);
+	return rc;
+}
+
 VGPU_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
 				      unsigned int flags)
 {
-	struct green_desc *d = (struct green_desc *)desc;
+	const struct green_desc *d = (const struct green_desc *)desc;
+	struct green_obj *o;
+	CUcontext primary;
 	CUresult rc = vgpu_initialized();
 
 	if (rc)
 		return rc;
-	if (!phCtx || !d || d->magic != GREEN_DESC_MAGIC ||
-	    (flags & ~(unsigned int)CU_GREEN_CTX_DEFAULT_STREAM))
+	/* CU_GREEN_CTX_DEFAULT_STREAM is required (cuda.h). */
+	if (!phCtx || !d || d->magic != GREEN_DESC_MAGIC || flags != CU_GREEN_CTX_DEFAULT_STREAM)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (dev < 0 || dev >= vgpu_device_count())
 		return CUDA_ERROR_INVALID_DEVICE;
-	return vgpu_unsupported("cuGreenCtxCreate (green contexts are not provided by vgpu; "
-				"device resources can be queried and split)");
+	o = green_alloc();
+	if (!o)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->g.id = vgpu_id_alloc(VGPU_K_GREEN);
+	rc = o->g.id ? cuDevicePrimaryCtxRetain(&primary, dev) : CUDA_ERROR_OUT_OF_MEMORY;
+	if (!rc) {
+		rc = green_make(o, d, dev, flags);
+		if (rc)
+			cuDevicePrimaryCtxRelease_v2(dev);
+	}
+	if (rc) {
+		if (o->g.id)
+			vgpu_id_free(VGPU_K_GREEN, o->g.id);
+		green_recycle(o);
+		return rc;
+	}
+	__atomic_store_n(&o->g.magic, VGPU_GREEN_MAGIC, __ATOMIC_RELEASE);
+	vlog_debug("green context %u (context %u) created on device %d", o->g.id, o->g.ctx->id,
+		   dev);
+	*phCtx = (CUgreenCtx)o;
+	return CUDA_SUCCESS;
 }
 
-/* No green context ever exists: every handle is a bad one. */
+/* Its streams are left to the program, as the driver leaves them: their
+ * calls fail from now on. */
+VGPU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+	struct vgpu_green *g;
+	struct vgpu_cqe cqe;
+	struct vgpu_ctx *ctx;
+	CUresult rc = vgpu_initialized();
+
+	if (!rc)
+		rc = green_resolve(hCtx, true, &g);
+	if (rc)
+		return rc;
+	ctx = g->ctx;
+	/* Still a live context while cudart's destructors run. */
+	vgpu_cls_context_destroyed((CUcontext)ctx);
+	/* The worker drops its mappings whatever it answers. */
+	rc = vgpu_call5(VGPU_OP_GREEN_DESTROY, ctx->id, 0, g->id, 0, 0, 0, 0, &cqe);
+	vlog_debug("green context %u (context %u) destroyed (%d)", g->id, ctx->id, rc);
+	vgpu_id_free(VGPU_K_CTX, ctx->id);
+	vgpu_id_free(VGPU_K_GREEN, g->id);
+	cuDevicePrimaryCtxRelease_v2(ctx->dev);
+	vgpu_ctx_green_drop(ctx);
+	green_recycle((struct green_obj *)g);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+	struct vgpu_green *g;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!pContext)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = green_resolve(hCtx, false, &g);
+	if (!rc)
+		*pContext = (CUcontext)g->ctx;
+	return rc;
+}
+
+/* NULL: the current context's green context, if it has one. */
+VGPU_EXPORT CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId)
+{
+	struct vgpu_green *g;
+	struct vgpu_ctx *ctx;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	if (!greenCtxId)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (greenCtx) {
+		rc = green_resolve(greenCtx, false, &g);
+		ctx = rc ? NULL : g->ctx;
+	} else {
+		rc = vgpu_ctx_current(&ctx);
+		if (!rc && !ctx->green)
+			rc = CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (!rc)
+		*greenCtxId = vgpu_ctx_uid(ctx);
+	return rc;
+}
+
 VGPU_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource,
 					      CUdevResourceType type)
 {
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GREEN_RESOURCE } };
+	struct vgpu_green *g;
+	CUdevResource res;
 	CUresult rc = vgpu_initialized();
 
-	(void)hCtx;
-	(void)type;
 	if (rc)
 		return rc;
-	return resource ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_VALUE;
+	if (!resource)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = green_resolve(hCtx, false, &g);
+	if (rc)
+		return rc;
+	r.sqe.arg[0] = g->id;
+	r.sqe.arg[1] = (uint32_t)type;
+	r.reply = &res;
+	r.reply_cap = sizeof(res);
+	rc = vgpu_call(&r);
+	if (!rc && r.cqe.val[2] != sizeof(res))
+		rc = CUDA_ERROR_UNKNOWN;
+	if (!rc)
+		*resource = res;
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,
+					    unsigned int flags, int priority)
+{
+	struct vgpu_green *g;
+	CUresult rc = vgpu_initialized();
+
+	if (rc)
+		return rc;
+	/* CU_STREAM_NON_BLOCKING "must be specified". */
+	if (!phStream || flags != CU_STREAM_NON_BLOCKING)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = green_resolve(greenCtx, false, &g);
+	return rc ? rc : vgpu_stream_create_green(g, flags, priority, phStream);
+}
+
+/* Posted, as cuCtxRecordEvent: an error shows at the next synchronous call. */
+static CUresult green_event(uint16_t op, CUgreenCtx hctx, CUevent hev)
+{
+	struct vgpu_green *g;
+	struct vgpu_event *ev;
+	CUresult rc = green_checked(hctx, &g);
+
+	if (!rc)
+		rc = vgpu_event_resolve(hev, &ev);
+	if (rc)
+		return rc;
+	return vgpu_post5(op, g->ctx->id, 0, g->id, ev->id, 0, 0, 0);
+}
+
+VGPU_EXPORT CUresult cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEvent)
+{
+	return green_event(VGPU_OP_GREEN_RECORD_EVENT, hCtx, hEvent);
+}
+
+VGPU_EXPORT CUresult cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEvent)
+{
+	return green_event(VGPU_OP_GREEN_WAIT_EVENT, hCtx, hEvent);
 }

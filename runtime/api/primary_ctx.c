@@ -48,6 +48,11 @@ uint64_t vgpu_ctx_new_uid(void)
 	return atomic_fetch_add(&next_uid, 1);
 }
 
+CUcontext vgpu_primary_handle(CUdevice dev)
+{
+	return handle_of(&prim[dev]);
+}
+
 bool vgpu_ctx_is_primary_handle(const void *h)
 {
 	uintptr_t p = (uintptr_t)h, b = (uintptr_t)prim;

@@ -33,8 +33,9 @@ static unsigned long long next_uid = 1;
 
 /* ---- creating and destroying --------------------------------------------- */
 
-static CUresult stream_new(struct vgpu_ctx *ctx, unsigned int flags, int priority,
-			   struct stream **out)
+/* A stream of @ctx; of green context @green (in its context) if not NULL. */
+static CUresult stream_new(struct vgpu_ctx *ctx, struct vgpu_green *green, unsigned int flags,
+			   int priority, struct stream **out)
 {
 	struct stream *st = calloc(1, sizeof(*st));
 	CUresult rc;
@@ -51,8 +52,12 @@ static CUresult stream_new(struct vgpu_ctx *ctx, unsigned int flags, int priorit
 	st->s.flags = flags;
 	st->s.priority = priority;
 	st->uid = __atomic_fetch_add(&next_uid, 1, __ATOMIC_RELAXED);
-	rc = vgpu_post5(VGPU_OP_STREAM_CREATE, ctx->id, 0, st->s.id, flags,
-			(uint64_t)(int64_t)priority, 0, 0);
+	if (green)
+		rc = vgpu_post5(VGPU_OP_GREEN_STREAM_CREATE, ctx->id, 0, green->id, st->s.id,
+				flags, (uint64_t)(int64_t)priority, 0);
+	else
+		rc = vgpu_post5(VGPU_OP_STREAM_CREATE, ctx->id, 0, st->s.id, flags,
+				(uint64_t)(int64_t)priority, 0, 0);
 	if (rc) {
 		vgpu_id_free(VGPU_K_STREAM, st->s.id);
 		free(st);
@@ -157,7 +162,7 @@ static CUresult per_thread(struct stream **out)
 		sl = &ptds[ptds_evict++ % PTDS_SLOTS];
 		ptds_drop(sl);
 	}
-	rc = stream_new(ctx, CU_STREAM_DEFAULT, 0, &sl->st);
+	rc = stream_new(ctx, NULL, CU_STREAM_DEFAULT, 0, &sl->st);
 	if (rc)
 		return rc;
 	sl->ctx = ctx;
@@ -243,9 +248,28 @@ static CUresult create(CUstream *ph, unsigned int flags, int priority)
 	rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
-	rc = stream_new(ctx, flags, priority, &st);
+	rc = stream_new(ctx, NULL, flags, priority, &st);
 	if (!rc)
 		*ph = (CUstream)st;
+	return rc;
+}
+
+/* Checked by green.c; priorities clamped as cuStreamCreateWithPriority's. */
+CUresult vgpu_stream_create_green(struct vgpu_green *g, unsigned int flags, int priority,
+				  CUstream *out)
+{
+	struct stream *st;
+	int least, greatest;
+	CUresult rc;
+
+	priority_range(&least, &greatest);
+	if (priority > least)
+		priority = least;
+	if (priority < greatest)
+		priority = greatest;
+	rc = stream_new(g->ctx, g, flags, priority, &st);
+	if (!rc)
+		*out = (CUstream)st;
 	return rc;
 }
 
@@ -360,9 +384,33 @@ static CUresult get_ctx(CUstream h, bool ptds_default, CUcontext *pctx, CUgreenC
 		return rc;
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	*pctx = (CUcontext)ctx;
-	if (pgreen)
-		*pgreen = NULL;	/* no green contexts */
+	if (!pgreen) {	/* cuStreamGetCtx: a green context's own context */
+		*pctx = (CUcontext)ctx;
+		return CUDA_SUCCESS;
+	}
+	/* cuStreamGetCtx_v2 (cuda.h): of a green context, the device's
+	 * primary context and the green context; the per-thread stream of
+	 * one is not a stream it has. */
+	if (ctx->green && (h == CU_STREAM_PER_THREAD || (!h && ptds_default)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pctx = ctx->green ? vgpu_primary_handle(ctx->dev) : (CUcontext)ctx;
+	*pgreen = (CUgreenCtx)ctx->green;
+	return CUDA_SUCCESS;
+}
+
+/* The green context whose context was current when the stream was made
+ * (or is current, for the special streams); NULL if none. */
+VGPU_EXPORT CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(hStream, false, &st, &ctx);
+
+	if (rc)
+		return rc;
+	if (!phCtx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*phCtx = (CUgreenCtx)ctx->green;
 	return CUDA_SUCCESS;
 }
 

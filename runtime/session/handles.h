@@ -23,6 +23,7 @@ enum vgpu_kind {
 	VGPU_K_GRAPH_EXEC,
 	VGPU_K_POOL,		/* default pools of device d are d + 1 */
 	VGPU_K_GEN,		/* generated kinds (forward.h), one id space */
+	VGPU_K_GREEN,
 	VGPU_K_COUNT
 };
 
@@ -38,6 +39,7 @@ VGPU_HIDDEN void vgpu_id_free(enum vgpu_kind k, uint32_t id);
 #define VGPU_GRAPH_MAGIC	0x76677270u	/* "vgrp" */
 #define VGPU_GRAPH_EXEC_MAGIC	0x76677865u	/* "vgxe" */
 #define VGPU_POOL_MAGIC		0x76706f6cu	/* "vpol" */
+#define VGPU_GREEN_MAGIC	0x76677263u	/* "vgrc" */
 
 /* context.c */
 struct vgpu_ctx {
@@ -49,6 +51,7 @@ struct vgpu_ctx {
 	int refs;		/* primary: retain count; created: 1 */
 	bool active;		/* primary: retained at least once since reset */
 	int null_priority;	/* the legacy NULL stream's, as the driver kept it */
+	struct vgpu_green *green;	/* the green context it converts; NULL: none */
 };
 
 /* The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT if none,
@@ -56,6 +59,8 @@ struct vgpu_ctx {
 VGPU_HIDDEN CUresult vgpu_ctx_current(struct vgpu_ctx **out);
 /* A CUcontext handle checked; NULL means the current one. */
 VGPU_HIDDEN CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out);
+/* primary_ctx.c: device @dev's primary context handle, retained or not. */
+VGPU_HIDDEN CUcontext vgpu_primary_handle(CUdevice dev);
 
 /* stream.c */
 struct vgpu_stream {
@@ -114,6 +119,17 @@ VGPU_HIDDEN CUresult vgpu_func_resolve(CUfunction h, struct vgpu_func **out);
  * priority attribute changes. */
 VGPU_HIDDEN CUresult vgpu_stream_lookup(CUstream h, bool ptds, struct vgpu_stream **st,
 					struct vgpu_ctx **ctx);
+
+/* green.c: CUgreenCtx. Objects are recycled, never freed (as contexts). */
+struct vgpu_green {
+	uint32_t magic;
+	uint32_t id;
+	struct vgpu_ctx *ctx;	/* what cuCtxFromGreenCtx gives: a context of its own */
+};
+
+/* stream.c, for green.c: a stream of green context @g (in its context). */
+VGPU_HIDDEN CUresult vgpu_stream_create_green(struct vgpu_green *g, unsigned int flags,
+					      int priority, CUstream *out);
 
 /* pool.c: CUmemoryPool */
 struct vgpu_pool {

@@ -49,6 +49,7 @@ static const char *const kind_name[VGPU_K_COUNT] = {
 	[VGPU_K_GRAPH_EXEC] = "graph instance",
 	[VGPU_K_POOL] = "memory pool",
 	[VGPU_K_GEN] = "generated-kind object",
+	[VGPU_K_GREEN] = "green context",
 };
 
 static uint32_t first_id(enum vgpu_kind k)

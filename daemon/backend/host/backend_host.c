@@ -784,7 +784,8 @@ CUresult host_cuCtxDestroy_v2(CUcontext ctx)
 	if (!c)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&host.lock);
-	if (!host_set_has(&host.ctxs, c) || c->primary) {
+	/* A green context's goes with cuGreenCtxDestroy. */
+	if (!host_set_has(&host.ctxs, c) || c->primary || c->green) {
 		pthread_mutex_unlock(&host.lock);
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}

@@ -65,6 +65,7 @@ struct host_ctx {
 	CUfunc_cache cache;
 	struct host_stream_attrs legacy_attrs;	/* the NULL stream's (zero: defaults) */
 	int legacy_priority;	/* the NULL stream's: the driver takes one */
+	struct host_green *green;	/* the green context it converts (host_green.c) */
 };
 
 struct host_stream {
@@ -164,6 +165,10 @@ void host_module_destroy(struct host_module *m);	/* under host.lock */
 /* host_exec.c */
 void host_stream_destroy(struct host_stream *s);	/* under host.lock */
 void host_event_destroy(struct host_event *e);		/* under host.lock */
+/* A new stream owned by ctx, or by the current context if NULL. */
+CUresult host_stream_new(struct host_ctx *ctx, CUstream *ph, unsigned int flags, int priority);
+/* Records e now: every operation before has run. Under host.lock. */
+void host_event_mark(struct host_event *e);
 
 /* host_image.c: what a module image holds. */
 struct host_image_kernel {

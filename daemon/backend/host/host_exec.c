@@ -46,7 +46,7 @@ static CUresult add_to_current_ctx(struct host_set *set, void *obj, struct host_
 	return r;
 }
 
-CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+CUresult host_stream_new(struct host_ctx *ctx, CUstream *ph, unsigned int flags, int priority)
 {
 	struct host_stream *s;
 	CUresult r;
@@ -64,13 +64,27 @@ CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int p
 	s->flags = flags;
 	s->priority = priority;
 	host_stream_attrs_init(&s->attrs);
-	r = add_to_current_ctx(&host.streams, s, &s->ctx);
+	if (ctx) {
+		pthread_mutex_lock(&host.lock);
+		r = host_set_has(&host.ctxs, ctx) ? ctx->sticky : CUDA_ERROR_INVALID_CONTEXT;
+		if (!r && host_set_add(&host.streams, s))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		s->ctx = ctx;
+		pthread_mutex_unlock(&host.lock);
+	} else {
+		r = add_to_current_ctx(&host.streams, s, &s->ctx);
+	}
 	if (r) {
 		free(s);
 		return r;
 	}
 	*ph = (CUstream)s;
 	return CUDA_SUCCESS;
+}
+
+CUresult host_cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+{
+	return host_stream_new(NULL, ph, flags, priority);
 }
 
 CUresult host_cuStreamDestroy_v2(CUstream h)
@@ -185,6 +199,12 @@ CUresult host_cuEventDestroy_v2(CUevent h)
 	return r;
 }
 
+void host_event_mark(struct host_event *e)
+{
+	e->recorded = 1;
+	e->ns = now_ns();
+}
+
 /* Records e now, as seen from stream h; under host.lock. */
 static CUresult event_record(struct host_event *e, CUstream h)
 {
@@ -197,8 +217,7 @@ static CUresult event_record(struct host_event *e, CUstream h)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (e->ctx != ctx)
 		return CUDA_ERROR_INVALID_HANDLE;
-	e->recorded = 1;
-	e->ns = now_ns();
+	host_event_mark(e);
 	return CUDA_SUCCESS;
 }
 

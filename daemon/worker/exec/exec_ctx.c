@@ -31,7 +31,7 @@ static enum op_status op_primary_retain(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_SUCCESS;
 		return OP_DONE;
 	}
-	if (obj_insert(&w->ctxs, s->arg[0], w->primary[dev], dev | (1ull << 32), NULL)) {
+	if (obj_insert(&w->ctxs, s->arg[0], w->primary[dev], dev | CTX_AUX_PRIMARY, NULL)) {
 		call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 		return OP_DONE;
 	}
@@ -45,7 +45,7 @@ static enum op_status op_primary_release(struct worker *w, struct op_call *call)
 	struct obj_entry *e = obj_get(&w->ctxs, call->sqe->arg[0]);
 	uint32_t dev;
 
-	if (!e || !(e->aux >> 32)) {
+	if (!e || CTX_AUX_KIND(e->aux) != CTX_AUX_PRIMARY) {
 		call->cqe->result = CUDA_ERROR_INVALID_CONTEXT;
 		return OP_DONE;
 	}
@@ -126,7 +126,7 @@ static enum op_status op_ctx_destroy(struct worker *w, struct op_call *call)
 	uint32_t id = call->sqe->arg[0];
 	struct obj_entry *e = obj_get(&w->ctxs, id);
 
-	if (!e || (e->aux >> 32)) {
+	if (!e || CTX_AUX_KIND(e->aux)) {	/* primary and green ones: not so */
 		call->cqe->result = CUDA_ERROR_INVALID_CONTEXT;
 		return OP_DONE;
 	}

@@ -285,6 +285,8 @@ static bool may_pass(struct stream_wait *sw, const struct vgpu_sqe *s)
 		add(sw, sw->streams, &sw->nstreams, s->stream);
 	if (s->opcode == VGPU_OP_EVENT_RECORD || s->opcode == VGPU_OP_CTX_RECORD_EVENT)
 		add(sw, sw->events, &sw->nevents, (uint32_t)s->arg[0]);
+	if (s->opcode == VGPU_OP_GREEN_RECORD_EVENT)
+		add(sw, sw->events, &sw->nevents, (uint32_t)s->arg[1]);
 	if (s->opcode == VGPU_OP_STREAM_DESTROY || s->opcode == VGPU_OP_EVENT_DESTROY)
 		sw->destroys = true;
 	return false;

@@ -632,6 +632,59 @@ static int libcalls(void)
 	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
 	expect(CUDA_SUCCESS, c, "resources: the worker serves on");
 
+	/* Green contexts: ids, device, resource count and bytes checked; the
+	 * context of one is not destroyed or released as another. */
+	c = call(VGPU_OP_GREEN_CREATE, 0, 500, 0, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: green id 0");
+	c = call(VGPU_OP_GREEN_CREATE, 1ull << 32 | 1, 500, 0, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: green id 2^32 + 1");
+	c = call(VGPU_OP_GREEN_CREATE, 1, CTX, 0, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: a context id in use");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 500, 99, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_DEVICE, c, "green: device 99");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 500, 0, CU_GREEN_CTX_DEFAULT_STREAM, 2, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: 2 resources in the bytes of 1");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 500, 0, CU_GREEN_CTX_DEFAULT_STREAM,
+		 VGPU_MAX_RESOURCES + 1, res, sizeof(res));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: 257 resources");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 500, 0, 1ull << 32, 1, res, sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: flags of 2^32");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 500, 0, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_SUCCESS, c, "green: one of the whole device");
+	c = call(VGPU_OP_GREEN_CREATE, 1, 501, 0, CU_GREEN_CTX_DEFAULT_STREAM, 1, res,
+		 sizeof(res[0]));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: its green id again");
+	c = call(VGPU_OP_GREEN_RESOURCE, 2, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_CONTEXT, c, "green: the resource of no green context");
+	c = call(VGPU_OP_GREEN_RESOURCE, 1, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "green: its resource");
+	c = call(VGPU_OP_GREEN_STREAM_CREATE, 1, 0, CU_STREAM_NON_BLOCKING, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: a stream of id 0");
+	c = call(VGPU_OP_GREEN_STREAM_CREATE, 1, 1ull << 40, CU_STREAM_NON_BLOCKING, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: a stream of id 2^40");
+	c = call(VGPU_OP_GREEN_STREAM_CREATE, 1, 900, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "green: a blocking stream");
+	c = call(VGPU_OP_GREEN_RECORD_EVENT, 1, 4242, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_HANDLE, c, "green: recording no event");
+	c = call(VGPU_OP_GREEN_WAIT_EVENT, 7, 4242, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_CONTEXT, c, "green: no green context waits");
+	c = call(VGPU_OP_CTX_DESTROY, 500, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_CONTEXT, c, "green: its context destroyed as a created one");
+	c = call(VGPU_OP_PRIMARY_RELEASE, 500, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_CONTEXT, c, "green: its context released as a primary");
+	c = call(VGPU_OP_GREEN_DESTROY, 1, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "green: destroyed");
+	c = call(VGPU_OP_GREEN_DESTROY, 1, 0, 0, 0, 0, NULL, 0);
+	expect(CUDA_ERROR_INVALID_CONTEXT, c, "green: destroyed twice");
+	c = call(VGPU_OP_DEV_RESOURCE, 0, CU_DEV_RESOURCE_TYPE_SM, 0, 0, 0, NULL, 0);
+	expect(CUDA_SUCCESS, c, "green: the worker serves on");
+
 	{
 		const struct vgpu_jit_option level = { .option = CU_JIT_OPTIMIZATION_LEVEL,
 						       .value = 3 };
