@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver_check.h"
 
@@ -179,7 +180,34 @@ static void queries(CUdevice dev)
 		  "a device that does not exist");
 }
 
-int main(void)
+/*
+ * "hold GO": a session holding a texture reference (a generated kind) until
+ * the file GO exists; a checkpoint meanwhile must be refused, naming it
+ * (tests/e2e/run gen_ckpt). Then it is destroyed and the program goes.
+ */
+static int hold(const char *go)
+{
+	CUcontext ctx;
+	CUdevice dev;
+	CUtexref t;
+
+	MUST(cuInit(0));
+	MUST(cuDeviceGet(&dev, 0));
+	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
+	MUST(cuCtxSetCurrent(ctx));
+	MUST(cuTexRefCreate(&t));
+	MUST(cuTexRefSetFilterMode(t, CU_TR_FILTER_MODE_LINEAR));
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go, F_OK))
+		usleep(20000);
+	MUST(cuTexRefDestroy(t));
+	MUST(cuDevicePrimaryCtxRelease(dev));
+	printf("hold: done\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUcontext ctx;
@@ -189,6 +217,8 @@ int main(void)
 	CUstream s;
 	CUresult rc;
 
+	if (argc == 3 && !strcmp(argv[1], "hold"))
+		return hold(argv[2]);
 	MUST(cuInit(0));
 	MUST(cuDeviceGet(&dev, 0));
 	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
