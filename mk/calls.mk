@@ -32,6 +32,6 @@ UNIT_BINS += $(UNIT)/test_calls_gen
 unit-bins: $(UNIT)/test_calls_gen
 $(UNIT)/test_calls_gen: $(call obj,tests/unit/test_calls_gen.c tests/unit/fwd_test_worker.c \
 	daemon/worker/exec/exec_gen.c daemon/worker/exec/exec_forward.c daemon/worker/objects.c \
-	common/log.c) \
+	daemon/checkpoint/ckpt_calls.c common/log.c) \
 	$(patsubst %.c,$(B)/obj/unit-rt/%.o,tests/unit/fwd_test_rt.c runtime/api/calls_gen.c \
 	runtime/api/forward.c)

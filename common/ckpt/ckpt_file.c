@@ -30,6 +30,7 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_POOLS] = "memory pools",
 	[VGPU_CKPT_SEC_POOL_BLOCKS] = "pool blocks",
 	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
+	[VGPU_CKPT_SEC_CALLS] = "generated calls",
 };
 
 int vgpu_ckpt_section_known(uint32_t type)

@@ -326,6 +326,8 @@ int ckpt_run_collect(struct ckpt_run *r)
 		ret = ckpt_write_stream_attrs(r);
 	if (!ret)
 		ret = ckpt_write_pools(r);
+	if (!ret)
+		ret = ckpt_write_calls(r);	/* last: they name everything else */
 	free(r->alloc);
 	free(r->dg);
 	r->alloc = NULL;

@@ -2,13 +2,15 @@
 /*
  * A checkpoint's object sections: module images, functions, globals with
  * their values, streams (with their launch attributes) and events,
- * contexts, and memory pools, each as the worker's tables hold them.
+ * contexts, and memory pools, each as the worker's tables hold them; and
+ * the generated calls a restore runs again.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt.h"
+#include "ckpt_calls.h"
 #include "ckpt_crc.h"
 #include "ckpt_run.h"
 #include "log.h"
@@ -299,5 +301,30 @@ int ckpt_write_pools(struct ckpt_run *r)
 		ret = ckpt_run_table(r, VGPU_CKPT_SEC_POOL_BLOCKS, 0, b, nb, sizeof(*b), NULL, 0);
 	free(p);
 	free(b);
+	return ret;
+}
+
+/* The generated calls a restore runs again (ckpt_calls.h): last, as they
+ * name everything else. */
+int ckpt_write_calls(struct ckpt_run *r)
+{
+	size_t n = calls_log_records(r->w, NULL, NULL), bytes = calls_log_bytes(r->w);
+	struct vgpu_ckpt_call *c;
+	uint8_t *blob;
+	int ret;
+
+	if (!n)
+		return 0;
+	c = calloc(n, sizeof(*c));
+	blob = malloc(bytes ? bytes : 1);
+	if (!c || !blob) {
+		free(c);
+		free(blob);
+		return ckpt_run_fail(r, -ENOMEM, "out of memory listing the generated calls");
+	}
+	calls_log_records(r->w, c, blob);
+	ret = ckpt_run_table(r, VGPU_CKPT_SEC_CALLS, 0, c, n, sizeof(*c), blob, bytes);
+	free(c);
+	free(blob);
 	return ret;
 }

@@ -4,6 +4,7 @@
  * and the new worker's rebuild from the checkpoint file, every object
  * under the id the client knows and every allocation at its address.
  */
+#include "ckpt_calls.h"
 #include "migrate.h"
 
 #include <errno.h>
@@ -743,6 +744,22 @@ static int stream_attrs(struct rebuild *b)
 	return ret;
 }
 
+/* The generated calls recorded, run again now that all they name is back. */
+static int calls(struct rebuild *b)
+{
+	struct vgpu_ckpt_call *c = NULL;
+	size_t n = 0, off, len = 0;
+	int ret;
+
+	if (vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_CALLS, 0) < 0)
+		return 0;
+	ret = read_table(b, VGPU_CKPT_SEC_CALLS, 0, sizeof(*c), (void **)&c, &n, &off, &len);
+	if (!ret)
+		ret = calls_log_replay(b->w, c, n, (const uint8_t *)c + off, len, b->why, b->why_len);
+	free(c);
+	return ret;
+}
+
 /* The ring as the old worker left it: everything it took was released. */
 /* The pools around blocks memory() brought back; files without them had none. */
 static int pools(struct rebuild *b)
@@ -874,6 +891,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		ret = stream_attrs(&b);
 	if (!ret)
 		ret = pools(&b);
+	if (!ret)
+		ret = calls(&b);
 	if (b.bounce) {
 		w->B.cuMemHostUnregister(b.bounce);
 		free(b.bounce);

@@ -48,6 +48,11 @@ void dispatch_init(void)
 	add(exec_gen_ops);
 }
 
+const struct op_desc *dispatch_find(uint16_t opcode)
+{
+	return opcode < VGPU_OP_MAX ? ops[opcode] : NULL;
+}
+
 CUresult worker_use_ctx(struct worker *w, uint32_t ctx_id)
 {
 	struct obj_entry *e;

@@ -53,6 +53,8 @@ struct attach_reply {
 	uint32_t pad;
 };
 
+struct calls_log;
+
 struct worker {
 	struct vgpu_backend B;
 	struct worker_config cfg;
@@ -70,6 +72,7 @@ struct worker {
 	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
 	struct obj_table ctxs, streams, events, modules, funcs, graphs, graph_execs;
 	struct obj_table gen_objs;	/* generated kinds (calls.def), aux: the kind */
+	struct calls_log *calls_log;	/* calls a restore runs again (ckpt_calls.h) */
 	struct obj_table greens;	/* green contexts (exec_green.c) */
 	uint32_t captures;		/* stream captures begun and not ended */
 	uint32_t cur_ctx;		/* ctx id current on the main thread */
@@ -129,6 +132,7 @@ struct op_desc {
 #define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
 #define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */
 #define OPF_NO_FOLD	(1u << 2)	/* its answer is about itself alone */
+#define OPF_LOGGED	(1u << 3)	/* recorded for a restore (ckpt_calls.h) */
 
 #define OP(code, f, fn) { VGPU_OP_##code, (f), fn, #code }
 
@@ -217,6 +221,8 @@ bool worker_callbacks_stuck(struct worker *w);
 
 /* dispatch.c */
 void dispatch_init(void);
+/* The handler of @opcode, or NULL. */
+const struct op_desc *dispatch_find(uint16_t opcode);
 void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe);
 /* The same for an entry whose payload was taken out of the ring before (len
  * bytes at payload, or len < 0: it was malformed); its tag is in range. */

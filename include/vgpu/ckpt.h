@@ -126,7 +126,8 @@ enum {
 	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
 
 	/* Later types come in blocks: 20..24 the client's virtual memory, 25..29
-	 * memory pools, 30..31 streams' attributes. A type in a gap is unknown. */
+	 * memory pools, 30..31 streams' attributes, 32..33 generated calls. A type
+	 * in a gap is unknown. */
 	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
 	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
 	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
@@ -136,6 +137,7 @@ enum {
 	VGPU_CKPT_SEC_POOLS = 25,	/* struct vgpu_ckpt_pool records */
 	VGPU_CKPT_SEC_POOL_BLOCKS,	/* struct vgpu_ckpt_pool_block records */
 	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
+	VGPU_CKPT_SEC_CALLS = 32,	/* struct vgpu_ckpt_call records, then their bytes */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -205,6 +207,21 @@ struct vgpu_ckpt_function {
 	uint32_t name_len;
 	uint32_t kind;		/* 1 function, 2 kernel */
 	uint32_t reserved;
+};
+
+/* A generated call (include/vgpu/calls.def, CKPT `set` or a `new` handle)
+ * whose effect a restore makes again by running it again, in file order:
+ * the ring entry as the worker took it. Its payload is len bytes at blob +
+ * off. A restore runs only generated opcodes that are recorded so. */
+struct vgpu_ckpt_call {
+	uint32_t opcode;
+	uint32_t ctx;		/* sqe.ctx */
+	uint32_t stream;	/* sqe.stream */
+	uint32_t flags;		/* sqe.flags */
+	uint64_t arg[5];	/* sqe.arg */
+	uint64_t off;		/* payload */
+	uint32_t len;
+	uint32_t object;	/* the generated-kind object it makes or sets (id) */
 };
 
 struct vgpu_ckpt_stream {

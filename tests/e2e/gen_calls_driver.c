@@ -181,15 +181,21 @@ static void queries(CUdevice dev)
 }
 
 /*
- * "hold GO": a session holding a texture reference (a generated kind) until
- * the file GO exists; a checkpoint meanwhile must be refused, naming it
- * (tests/e2e/run gen_ckpt). Then it is destroyed and the program goes.
+ * "hold GO": a session holding a texture reference (a generated kind) with
+ * settings made, until the file GO exists; meanwhile the session is moved to
+ * another worker (tests/e2e/run gen_ckpt), which makes the reference and
+ * its settings again from the calls the checkpoint recorded. Then they must
+ * read back as set, and the reference goes.
  */
 static int hold(const char *go)
 {
+	float border[4] = { 0.5f, 0.25f, 0.125f, 1 }, got[4] = { 0 };
+	CUaddress_mode am = CU_TR_ADDRESS_MODE_WRAP;
+	CUfilter_mode fm = CU_TR_FILTER_MODE_POINT;
 	CUcontext ctx;
 	CUdevice dev;
 	CUtexref t;
+	bool ok;
 
 	MUST(cuInit(0));
 	MUST(cuDeviceGet(&dev, 0));
@@ -197,14 +203,24 @@ static int hold(const char *go)
 	MUST(cuCtxSetCurrent(ctx));
 	MUST(cuTexRefCreate(&t));
 	MUST(cuTexRefSetFilterMode(t, CU_TR_FILTER_MODE_LINEAR));
+	MUST(cuTexRefSetFilterMode(t, CU_TR_FILTER_MODE_POINT));
+	MUST(cuTexRefSetFilterMode(t, CU_TR_FILTER_MODE_LINEAR));
+	MUST(cuTexRefSetAddressMode(t, 1, CU_TR_ADDRESS_MODE_MIRROR));
+	MUST(cuTexRefSetBorderColor(t, border));
 	printf("ready\n");
 	fflush(stdout);
 	while (access(go, F_OK))
 		usleep(20000);
+	MUST(cuTexRefGetFilterMode(&fm, t));
+	MUST(cuTexRefGetAddressMode(&am, t, 1));
+	MUST(cuTexRefGetBorderColor(got, t));
+	ok = fm == CU_TR_FILTER_MODE_LINEAR && am == CU_TR_ADDRESS_MODE_MIRROR &&
+	     !memcmp(got, border, sizeof(got));
 	MUST(cuTexRefDestroy(t));
 	MUST(cuDevicePrimaryCtxRelease(dev));
-	printf("hold: done\n");
-	return 0;
+	printf("hold: %s\n", ok ? "the texture reference kept its settings"
+				  : "the texture reference lost its settings");
+	return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv)

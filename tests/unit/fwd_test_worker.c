@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The worker's side of the round-trip test, and the test's driver. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ckpt_calls.h"
 #include "exec_forward.h"
 #include "fwd_test.h"
 #include "log.h"
@@ -38,6 +40,20 @@ int worker_addr_ok(struct worker *wk, uint64_t p, uint64_t len)
 	(void)wk;
 	(void)len;
 	return p != 0xdeadull;	/* the one address the test calls foreign */
+}
+
+const struct op_desc *dispatch_find(uint16_t opcode)
+{
+	for (const struct op_desc *d = exec_gen_ops; d->fn; d++)
+		if (d->opcode == opcode)
+			return d;
+	return NULL;
+}
+
+CUresult worker_use_ctx(struct worker *wk, uint32_t id)
+{
+	(void)wk;
+	return id == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 CUgraphNode graph_node_obj(struct worker *wk, uint32_t id)
@@ -124,6 +140,60 @@ void fwd_test_fail(const char *what, int line)
 	printf("FAIL %s: line %d: %s\n", current ? current : "?", line, what);
 }
 
+/*
+ * What a checkpoint carries of the generated calls: the recorded ones (every
+ * `set` and `new` call the cases made that was not undone by a `del`) run
+ * again in a fresh worker through the same handlers, whose backend slots the
+ * cases left set, and make the same objects again. A record a restore must
+ * not run (another opcode, a payload outside the file) is refused.
+ */
+static void replay(void)
+{
+	size_t n = calls_log_records(&w, NULL, NULL), bytes = calls_log_bytes(&w);
+	struct vgpu_ckpt_call *c = calloc(n + 1, sizeof(*c));
+	uint8_t *blob = malloc(bytes + 1);
+	uint32_t live = 0, again = 0, i;
+	struct obj_entry *e;
+	char why[160];
+
+	current = "record and replay";
+	if (!c || !blob)
+		abort();
+	if (!n)
+		fwd_test_fail("calls were recorded", __LINE__);
+	calls_log_records(&w, c, blob);
+	/* The objects `new` calls made (ids from 1000: fwd_test_rt.c) go; those
+	 * the test put in place itself stand for what other sections restore. */
+	obj_for_each(&w.gen_objs, i, e)
+		if (i >= 1000) {
+			obj_remove(&w.gen_objs, i);
+			live++;
+		}
+	free(w.calls_log);	/* a fresh worker's (the records' copies leak: a test) */
+	w.calls_log = NULL;
+	fwd_test_reached = 0;
+	if (calls_log_replay(&w, c, n, blob, bytes, why, sizeof(why))) {
+		printf("  replay: %s\n", why);
+		fwd_test_fail("the recorded calls run again", __LINE__);
+	}
+	obj_for_each(&w.gen_objs, i, e)
+		again += i >= 1000;
+	if (fwd_test_reached != (int)n || calls_log_records(&w, NULL, NULL) != n)
+		fwd_test_fail("each record ran once and is recorded again", __LINE__);
+	if (again == 0 || again > live)
+		fwd_test_fail("the objects are made again", __LINE__);
+	c[0].opcode = VGPU_OP_NOP;
+	if (calls_log_replay(&w, c, 1, blob, bytes, why, sizeof(why)) != -EBADMSG)
+		fwd_test_fail("a record of another opcode is refused", __LINE__);
+	calls_log_records(&w, c, blob);
+	c[0].off = bytes + 1;
+	c[0].len = 1;
+	if (calls_log_replay(&w, c, 1, blob, bytes, why, sizeof(why)) != -EBADMSG)
+		fwd_test_fail("a payload outside the file is refused", __LINE__);
+	free(c);
+	free(blob);
+}
+
 int fwd_test_run(const struct fwd_test_case *cases, size_t n)
 {
 	struct fwd_test_env env = { fwd_test_backend() };
@@ -138,6 +208,13 @@ int fwd_test_run(const struct fwd_test_case *cases, size_t n)
 		if (failed != before)
 			bad++;
 	}
-	printf("%zu generated calls, %d failed\n", n, bad);
+	{
+		int before = failed;
+
+		replay();
+		if (failed != before)
+			bad++;
+	}
+	printf("%zu generated calls and their replay, %d failed\n", n, bad);
 	return bad ? 1 : 0;
 }

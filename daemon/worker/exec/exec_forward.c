@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ckpt_calls.h"
 #include "exec_forward.h"
 #include "log.h"
 
@@ -174,17 +175,5 @@ void fwd_ckpt_refuse(struct worker *w, const char *call)
 
 const char *fwd_ckpt_refusal(const struct worker *w)
 {
-	static const char *const names[] = VGPU_GEN_KIND_NAMES;
-	static char held[160];
-	struct obj_entry *e;
-	uint32_t i;
-
-	if (refusal[0])
-		return refusal;
-	obj_for_each(&w->gen_objs, i, e) {
-		snprintf(held, sizeof(held), "the session holds a %s, which checkpoints do not "
-			 "carry", e->aux < VGPU_GEN_KINDS ? names[e->aux] : "?");
-		return held;
-	}
-	return NULL;
+	return refusal[0] ? refusal : calls_log_refusal(w);
 }

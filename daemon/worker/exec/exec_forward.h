@@ -45,7 +45,7 @@ enum op_status fwd_answer(struct op_call *call, CUresult rc, const void *res, si
 /* The session made a call whose effect a checkpoint cannot carry. */
 void fwd_ckpt_refuse(struct worker *w, const char *call);
 /* Why checkpoints of this session are refused, or NULL: a call whose effect
- * they cannot carry, or a live object of a generated kind. */
+ * they cannot carry, or more recorded calls than they keep. */
 const char *fwd_ckpt_refusal(const struct worker *w);
 
 /* exec_graph_node.c: the graph node behind a worker-issued node id. */

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "ckpt_calls.h"
 #include "exec_forward.h"
 
 static enum op_status gen_cuCtxGetExecAffinity(struct worker *w, struct op_call *call)
@@ -407,6 +408,8 @@ static enum op_status gen_cuTexRefCreate(struct worker *w, struct op_call *call)
 		rc_ = w->B.cuTexRefCreate(&pTexRef);
 	if (!rc_ && (rc_ = fwd_gen_keep(w, in_.pTexRef, VGPU_GEN_KIND_TEXREF, pTexRef)))
 		w->B.cuTexRefDestroy(pTexRef);
+	if (!rc_)
+		calls_log_record(w, call, in_.pTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -426,8 +429,10 @@ static enum op_status gen_cuTexRefDestroy(struct worker *w, struct op_call *call
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefDestroy(hTexRef);
-	if (!rc_)
+	if (!rc_) {
 		obj_remove(&w->gen_objs, in_.hTexRef);
+		calls_log_forget(w, in_.hTexRef);
+	}
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -453,6 +458,8 @@ static enum op_status gen_cuModuleGetTexRef(struct worker *w, struct op_call *ca
 		rc_ = w->B.cuModuleGetTexRef(&pTexRef, hmod, name);
 	if (!rc_ && (rc_ = fwd_gen_keep(w, in_.pTexRef, VGPU_GEN_KIND_TEXREF, pTexRef)))
 		w->B.cuTexRefDestroy(pTexRef);
+	if (!rc_)
+		calls_log_record(w, call, in_.pTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -474,6 +481,8 @@ static enum op_status gen_cuTexRefSetAddress(struct worker *w, struct op_call *c
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetAddress_v2(&out_.ByteOffset, hTexRef, in_.dptr, in_.bytes);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -495,6 +504,8 @@ static enum op_status gen_cuTexRefSetAddress2D(struct worker *w, struct op_call 
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetAddress2D_v3(hTexRef, &in_.desc, in_.dptr, in_.Pitch);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -514,6 +525,8 @@ static enum op_status gen_cuTexRefSetFormat(struct worker *w, struct op_call *ca
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetFormat(hTexRef, in_.fmt, in_.NumPackedComponents);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -533,6 +546,8 @@ static enum op_status gen_cuTexRefSetAddressMode(struct worker *w, struct op_cal
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetAddressMode(hTexRef, in_.dim, in_.am);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -552,6 +567,8 @@ static enum op_status gen_cuTexRefSetFilterMode(struct worker *w, struct op_call
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetFilterMode(hTexRef, in_.fm);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -571,6 +588,8 @@ static enum op_status gen_cuTexRefSetMipmapFilterMode(struct worker *w, struct o
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetMipmapFilterMode(hTexRef, in_.fm);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -590,6 +609,8 @@ static enum op_status gen_cuTexRefSetMipmapLevelBias(struct worker *w, struct op
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetMipmapLevelBias(hTexRef, in_.bias);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -609,6 +630,8 @@ static enum op_status gen_cuTexRefSetMipmapLevelClamp(struct worker *w, struct o
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetMipmapLevelClamp(hTexRef, in_.minMipmapLevelClamp, in_.maxMipmapLevelClamp);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -628,6 +651,8 @@ static enum op_status gen_cuTexRefSetMaxAnisotropy(struct worker *w, struct op_c
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetMaxAnisotropy(hTexRef, in_.maxAniso);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -647,6 +672,8 @@ static enum op_status gen_cuTexRefSetBorderColor(struct worker *w, struct op_cal
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetBorderColor(hTexRef, in_.pBorderColor);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -666,6 +693,8 @@ static enum op_status gen_cuTexRefSetFlags(struct worker *w, struct op_call *cal
 		rc_ = CUDA_ERROR_INVALID_VALUE;
 	if (!rc_)
 		rc_ = w->B.cuTexRefSetFlags(hTexRef, in_.Flags);
+	if (!rc_)
+		calls_log_record(w, call, in_.hTexRef);
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -965,20 +994,20 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuLaunch, OPF_NEEDS_CTX, gen_cuLaunch),
 	OP(GEN_cuLaunchGrid, OPF_NEEDS_CTX, gen_cuLaunchGrid),
 	OP(GEN_cuLaunchGridAsync, OPF_NEEDS_CTX, gen_cuLaunchGridAsync),
-	OP(GEN_cuTexRefCreate, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefCreate),
+	OP(GEN_cuTexRefCreate, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefCreate),
 	OP(GEN_cuTexRefDestroy, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefDestroy),
-	OP(GEN_cuModuleGetTexRef, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuModuleGetTexRef),
-	OP(GEN_cuTexRefSetAddress, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddress),
-	OP(GEN_cuTexRefSetAddress2D, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddress2D),
-	OP(GEN_cuTexRefSetFormat, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFormat),
-	OP(GEN_cuTexRefSetAddressMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetAddressMode),
-	OP(GEN_cuTexRefSetFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFilterMode),
-	OP(GEN_cuTexRefSetMipmapFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapFilterMode),
-	OP(GEN_cuTexRefSetMipmapLevelBias, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapLevelBias),
-	OP(GEN_cuTexRefSetMipmapLevelClamp, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMipmapLevelClamp),
-	OP(GEN_cuTexRefSetMaxAnisotropy, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetMaxAnisotropy),
-	OP(GEN_cuTexRefSetBorderColor, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetBorderColor),
-	OP(GEN_cuTexRefSetFlags, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefSetFlags),
+	OP(GEN_cuModuleGetTexRef, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuModuleGetTexRef),
+	OP(GEN_cuTexRefSetAddress, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetAddress),
+	OP(GEN_cuTexRefSetAddress2D, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetAddress2D),
+	OP(GEN_cuTexRefSetFormat, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetFormat),
+	OP(GEN_cuTexRefSetAddressMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetAddressMode),
+	OP(GEN_cuTexRefSetFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetFilterMode),
+	OP(GEN_cuTexRefSetMipmapFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetMipmapFilterMode),
+	OP(GEN_cuTexRefSetMipmapLevelBias, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetMipmapLevelBias),
+	OP(GEN_cuTexRefSetMipmapLevelClamp, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetMipmapLevelClamp),
+	OP(GEN_cuTexRefSetMaxAnisotropy, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetMaxAnisotropy),
+	OP(GEN_cuTexRefSetBorderColor, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetBorderColor),
+	OP(GEN_cuTexRefSetFlags, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, gen_cuTexRefSetFlags),
 	OP(GEN_cuTexRefGetAddress, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetAddress),
 	OP(GEN_cuTexRefGetAddressMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetAddressMode),
 	OP(GEN_cuTexRefGetFilterMode, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuTexRefGetFilterMode),
