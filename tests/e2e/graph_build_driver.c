@@ -52,7 +52,13 @@ static uint32_t word(CUdeviceptr d, CUresult *rc)
 
 static CUresult run(CUgraphExec ge)
 {
-	CUresult rc = cuGraphLaunch(ge, s);
+	/* s does not wait for the legacy stream: the memsets that clear the
+	 * buffers before a run must be done first (natively they raced the
+	 * graph's copy once on the H100). */
+	CUresult rc = cuCtxSynchronize();
+
+	if (!rc)
+		rc = cuGraphLaunch(ge, s);
 
 	return rc ? rc : cuStreamSynchronize(s);
 }
