@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
 #include "init.h"
@@ -286,7 +287,7 @@ VGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreat
 	return ctx_create(pctx, flags, dev);
 }
 
-static CUresult ctx_destroy(CUcontext h)
+CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
@@ -323,19 +324,9 @@ static CUresult ctx_destroy(CUcontext h)
 	return rc;
 }
 
-VGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
-{
-	return ctx_destroy(ctx);
-}
-
-VGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-	return ctx_destroy(ctx);
-}
-
 /* ---- The context stack -------------------------------------------------- */
 
-static CUresult ctx_push(CUcontext h)
+CUresult vgpu_hand_cuCtxPushCurrent(CUcontext h)
 {
 	struct ctx_obj *o;
 	CUresult rc = vgpu_initialized();
@@ -350,17 +341,7 @@ static CUresult ctx_push(CUcontext h)
 	return stack_push(o);
 }
 
-VGPU_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-	return ctx_push(ctx);
-}
-
-VGPU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-	return ctx_push(ctx);
-}
-
-static CUresult ctx_pop(CUcontext *pctx)
+CUresult vgpu_hand_cuCtxPopCurrent(CUcontext *pctx)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -372,16 +353,6 @@ static CUresult ctx_pop(CUcontext *pctx)
 	if (pctx)
 		*pctx = handle_of(stack[depth].o);
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-	return ctx_pop(pctx);
-}
-
-VGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-	return ctx_pop(pctx);
 }
 
 /* Replaces the top of the stack (pushes on an empty one); NULL pops. An

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
 #include "init.h"
@@ -108,7 +109,7 @@ VGPU_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
+CUresult vgpu_hand_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
 	const struct vgpu_device_info *d;
 
@@ -119,15 +120,6 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 
 /* v1 and v2 differ on MIG instances only (v1 gave the parent GPU's); the
  * worker hands out whole devices, so both are the snapshot's UUID. */
-VGPU_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
-{
-	return get_uuid(uuid, dev);
-}
-
-VGPU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
-{
-	return get_uuid(uuid, dev);
-}
 
 VGPU_EXPORT CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev)
 {

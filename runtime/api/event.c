@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "handles.h"
 #include "init.h"
@@ -67,7 +68,7 @@ VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	return CUDA_SUCCESS;
 }
 
-static CUresult destroy(CUevent h)
+CUresult vgpu_hand_cuEventDestroy(CUevent h)
 {
 	struct vgpu_event *ev;
 	CUresult rc = resolve(h, &ev);
@@ -81,16 +82,6 @@ static CUresult destroy(CUevent h)
 	ev->magic = 0;
 	free(ev);
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuEventDestroy(CUevent hEvent)
-{
-	return destroy(hEvent);
-}
-
-VGPU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-	return destroy(hEvent);
 }
 
 static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flags)
@@ -110,25 +101,15 @@ static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flag
 	return vgpu_post5(VGPU_OP_EVENT_RECORD, ctx->id, sid, ev->id, flags, 0, 0, 0);
 }
 
-VGPU_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+CUresult vgpu_hand_cuEventRecord(bool ptds, CUevent hEvent, CUstream hStream)
 {
-	return record(hEvent, hStream, false, 0);
+	return record(hEvent, hStream, ptds, 0);
 }
 
-VGPU_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+CUresult vgpu_hand_cuEventRecordWithFlags(bool ptds, CUevent hEvent, CUstream hStream,
+					  unsigned int flags)
 {
-	return record(hEvent, hStream, true, 0);
-}
-
-VGPU_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	return record(hEvent, hStream, false, flags);
-}
-
-VGPU_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
-						 unsigned int flags)
-{
-	return record(hEvent, hStream, true, flags);
+	return record(hEvent, hStream, ptds, flags);
 }
 
 static CUresult event_call(uint16_t op, CUevent h)
@@ -149,7 +130,7 @@ VGPU_EXPORT CUresult cuEventQuery(CUevent hEvent)
 	return event_call(VGPU_OP_EVENT_QUERY, hEvent);
 }
 
-static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
+CUresult vgpu_hand_cuEventElapsedTime(float *ms, CUevent hStart, CUevent hEnd)
 {
 	struct vgpu_event *a, *b;
 	struct vgpu_cqe cqe = { 0 };
@@ -168,14 +149,4 @@ static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
 	bits = (uint32_t)cqe.val[0];
 	memcpy(ms, &bits, sizeof(*ms));
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	return elapsed(pMilliseconds, hStart, hEnd);
-}
-
-VGPU_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	return elapsed(pMilliseconds, hStart, hEnd);
 }

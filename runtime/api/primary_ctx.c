@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
 #include "init.h"
@@ -151,7 +152,7 @@ static CUresult release_result(CUresult rc, const char *what, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-static CUresult primary_release(CUdevice dev)
+CUresult vgpu_hand_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
@@ -188,17 +189,7 @@ static CUresult primary_release(CUdevice dev)
 	return release_result(rc, "release", dev);
 }
 
-VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-	return primary_release(dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-	return primary_release(dev);
-}
-
-static CUresult primary_reset(CUdevice dev)
+CUresult vgpu_hand_cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
@@ -231,16 +222,6 @@ static CUresult primary_reset(CUdevice dev)
 	if (rc)
 		return rc;
 	return release_result(rc2, "reset", dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-	return primary_reset(dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-	return primary_reset(dev);
 }
 
 bool vgpu_ctx_flags_valid(unsigned int flags)

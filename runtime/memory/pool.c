@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "handles.h"
 #include "init.h"
@@ -19,7 +20,6 @@
 #include "unsupported.h"
 #include "vmm.h"
 #include "fdpass.h"
-
 
 /* Live allocations by address: sorted, small, searched in halves. */
 struct pool_alloc {
@@ -214,18 +214,13 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct vgpu_pool *p
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+CUresult vgpu_hand_cuMemAllocAsync(bool ptds, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-	return alloc_async(dptr, bytesize, NULL, hStream, false);
+	return alloc_async(dptr, bytesize, NULL, hStream, ptds);
 }
 
-VGPU_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	return alloc_async(dptr, bytesize, NULL, hStream, true);
-}
-
-static CUresult alloc_from(CUdeviceptr *dptr, size_t bytes, CUmemoryPool h, CUstream st,
-			   bool ptds)
+CUresult vgpu_hand_cuMemAllocFromPoolAsync(bool ptds, CUdeviceptr *dptr, size_t bytes,
+					   CUmemoryPool h, CUstream st)
 {
 	struct vgpu_pool *pool;
 	CUresult rc = vgpu_initialized();
@@ -235,24 +230,12 @@ static CUresult alloc_from(CUdeviceptr *dptr, size_t bytes, CUmemoryPool h, CUst
 	return rc ? rc : alloc_async(dptr, bytes, pool, st, ptds);
 }
 
-VGPU_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-					     CUmemoryPool pool, CUstream hStream)
-{
-	return alloc_from(dptr, bytesize, pool, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-						  CUmemoryPool pool, CUstream hStream)
-{
-	return alloc_from(dptr, bytesize, pool, hStream, true);
-}
-
 /*
  * Pool memory, memory a graph allocated, or memory from cuMemAlloc (whose
  * free then waits for the device, as cuMemFree's does). Anything else is
  * no allocation of this process: refused here, as the driver refuses it.
  */
-static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemFreeAsync(bool ptds, CUdeviceptr p, CUstream h)
 {
 	struct vgpu_session *s;
 	struct vgpu_mem_range r;
@@ -283,16 +266,6 @@ static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
 		return CUDA_ERROR_INVALID_VALUE;
 	vgpu_mem_forget_device(p);
 	return vgpu_post5(VGPU_OP_MEM_FREE_ASYNC, ctx->id, sid, p, 0, 0, 0, 0);
-}
-
-VGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-	return free_async(dptr, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-	return free_async(dptr, hStream, true);
 }
 
 /* ---- pools ------------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
  * client's, so that the answer stays the driver's once managed memory
  * comes. Synchronous, since the driver answers at once.
  */
+#include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
 #include "handles.h"
@@ -48,18 +49,10 @@ VGPU_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
 	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, true);
 }
 
-VGPU_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
-					   CUmemLocation location, unsigned int flags,
-					   CUstream hStream)
+CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr devPtr, size_t count,
+				      CUmemLocation location, unsigned int flags, CUstream hStream)
 {
-	return prefetch(devPtr, count, location, flags, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
-						CUmemLocation location, unsigned int flags,
-						CUstream hStream)
-{
-	return prefetch(devPtr, count, location, flags, hStream, true);
+	return prefetch(devPtr, count, location, flags, hStream, ptds);
 }
 
 /*
@@ -68,9 +61,9 @@ VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count
  * start at 0, rise, stay below count; no more locations than prefetches;
  * flags 0; not the legacy stream.
  */
-static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-			       CUmemLocation *locs, size_t *idxs, size_t nlocs,
-			       unsigned long long flags, CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemPrefetchBatchAsync(bool ptds, CUdeviceptr *dptrs, size_t *sizes,
+					   size_t count, CUmemLocation *locs, size_t *idxs,
+					   size_t nlocs, unsigned long long flags, CUstream h)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -89,22 +82,4 @@ static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count,
 		rc = prefetch(dptrs[i], sizes[i], locs[k], 0, h, ptds);
 	}
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-					     CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
-					     size_t numPrefetchLocs, unsigned long long flags,
-					     CUstream hStream)
-{
-	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
-			      flags, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes,
-						  size_t count, CUmemLocation *prefetchLocs,
-						  size_t *prefetchLocIdxs, size_t numPrefetchLocs,
-						  unsigned long long flags, CUstream hStream)
-{
-	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
-			      flags, hStream, true);
 }

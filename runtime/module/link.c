@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
 #include "handles.h"
@@ -102,7 +103,7 @@ static CUresult sort_options(struct link *l, unsigned n, CUjit_option *o, void *
 	return CUDA_SUCCESS;
 }
 
-static CUresult create(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
+CUresult vgpu_hand_cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
 {
 	struct link *l;
 	CUresult rc = vgpu_initialized();
@@ -122,18 +123,6 @@ static CUresult create(unsigned int n, CUjit_option *o, void **v, CUlinkState *o
 	l->magic = LINK_MAGIC;
 	*out = (CUlinkState)l;
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options,
-				  void **optionValues, CUlinkState *stateOut)
-{
-	return create(numOptions, options, optionValues, stateOut);
-}
-
-VGPU_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options,
-				     void **optionValues, CUlinkState *stateOut)
-{
-	return create(numOptions, options, optionValues, stateOut);
 }
 
 /* Appends n bytes (and a NUL with @nul), padded to 8, to the inputs. */
@@ -202,23 +191,16 @@ static CUresult add(CUlinkState s, CUjitInputType type, const void *data, size_t
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
-				   const char *name, unsigned int numOptions, CUjit_option *options,
-				   void **optionValues)
-{
-	return add(state, type, data, size, name, numOptions, options, optionValues);
-}
-
-VGPU_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data,
-				      size_t size, const char *name, unsigned int numOptions,
-				      CUjit_option *options, void **optionValues)
+CUresult vgpu_hand_cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+				 const char *name, unsigned int numOptions, CUjit_option *options,
+				 void **optionValues)
 {
 	return add(state, type, data, size, name, numOptions, options, optionValues);
 }
 
 /* The file is read here: the program's rights, never the daemon's. */
-static CUresult add_file(CUlinkState s, CUjitInputType type, const char *path, unsigned int n,
-			 CUjit_option *o, void **v)
+CUresult vgpu_hand_cuLinkAddFile(CUlinkState s, CUjitInputType type, const char *path,
+				 unsigned int n, CUjit_option *o, void **v)
 {
 	struct stat st;
 	uint8_t *buf;
@@ -254,20 +236,6 @@ static CUresult add_file(CUlinkState s, CUjitInputType type, const char *path, u
 	rc = got ? add(s, type, buf, got, path, n, o, v) : CUDA_ERROR_FILE_NOT_FOUND;
 	free(buf);
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
-				   unsigned int numOptions, CUjit_option *options,
-				   void **optionValues)
-{
-	return add_file(state, type, path, numOptions, options, optionValues);
-}
-
-VGPU_EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
-				      unsigned int numOptions, CUjit_option *options,
-				      void **optionValues)
-{
-	return add_file(state, type, path, numOptions, options, optionValues);
 }
 
 /* A log from the worker into the program's buffer, cut to its size. */

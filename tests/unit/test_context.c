@@ -12,6 +12,7 @@
  *     runtime/api/context.c runtime/api/primary_ctx.c runtime/api/ctx_config.c \
  *     runtime/session/ids.c common/log.c -lpthread -o test_context
  */
+#include "calls_hand_gen.h"
 #include "client.h"
 #include "dark_api.h"
 #include "handles.h"
@@ -22,6 +23,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* These calls are written once, as vgpu_hand_NAME; their exported ABI
+ * variants are generated (calls_hand_gen.c, not linked here). */
+#define cuCtxDestroy(c) vgpu_hand_cuCtxDestroy(c)
+#define cuCtxDestroy_v2(c) vgpu_hand_cuCtxDestroy(c)
+#define cuCtxPopCurrent(p) vgpu_hand_cuCtxPopCurrent(p)
+#define cuCtxPopCurrent_v2(p) vgpu_hand_cuCtxPopCurrent(p)
+#define cuCtxPushCurrent(c) vgpu_hand_cuCtxPushCurrent(c)
+#define cuCtxPushCurrent_v2(c) vgpu_hand_cuCtxPushCurrent(c)
+#define cuDeviceGetUuid(u, d) vgpu_hand_cuDeviceGetUuid(u, d)
+#define cuDeviceGetUuid_v2(u, d) vgpu_hand_cuDeviceGetUuid(u, d)
+#define cuDevicePrimaryCtxRelease(d) vgpu_hand_cuDevicePrimaryCtxRelease(d)
+#define cuDevicePrimaryCtxRelease_v2(d) vgpu_hand_cuDevicePrimaryCtxRelease(d)
+#define cuDevicePrimaryCtxReset(d) vgpu_hand_cuDevicePrimaryCtxReset(d)
+#define cuDevicePrimaryCtxReset_v2(d) vgpu_hand_cuDevicePrimaryCtxReset(d)
 
 static int failures;
 
