@@ -36,6 +36,8 @@
 	X(cuLaunch) \
 	X(cuLaunchGrid) \
 	X(cuLaunchGridAsync) \
+	X(cuCtxSetLimit) \
+	X(cuCtxGetLimit) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

@@ -40,6 +40,8 @@
 	X(GEN_cuLaunch) \
 	X(GEN_cuLaunchGrid) \
 	X(GEN_cuLaunchGridAsync) \
+	X(GEN_cuCtxSetLimit) \
+	X(GEN_cuCtxGetLimit) \
 
 #endif /* VGPU_CALLS_GEN_H */
 
@@ -259,5 +261,26 @@ struct vgpu_res_cuLaunchGridAsync {
 };
 _Static_assert(sizeof(struct vgpu_args_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuLaunchGridAsync) <= VGPU_GEN_WIRE_MAX, "cuLaunchGridAsync: outputs too large");
+
+/* CUresult cuCtxSetLimit(CUlimit limit, size_t value) */
+struct vgpu_args_cuCtxSetLimit {
+	CUlimit limit;
+	size_t value;
+};
+struct vgpu_res_cuCtxSetLimit {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCtxSetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxSetLimit: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCtxSetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxSetLimit: outputs too large");
+
+/* CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) */
+struct vgpu_args_cuCtxGetLimit {
+	CUlimit limit;
+};
+struct vgpu_res_cuCtxGetLimit {
+	size_t pvalue;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: outputs too large");
 
 #endif /* CUDA_VERSION */

@@ -2,8 +2,9 @@
 /*
  * A context's queries and settings: device, flags, id, API version, cache
  * and shared-memory configuration and stream priorities, answered locally
- * (for an inactive primary too, see primary_ctx.c); synchronisation,
- * limits and the configuration setters, answered by the worker.
+ * (for an inactive primary too, see primary_ctx.c); synchronisation and
+ * the configuration setters, answered by the worker. The limits are
+ * generated (calls.def): the worker's driver keeps them.
  */
 #include <string.h>
 
@@ -206,43 +207,6 @@ VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	CUresult rc = vgpu_ctx_resolve(ctx, &c);
 
 	return rc ? rc : ctx_sync(c);
-}
-
-/* Synchronous: a limit can be refused (unsupported, out of range). */
-VGPU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
-{
-	struct vgpu_cqe cqe;
-	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
-
-	if (rc)
-		return rc;
-	if ((unsigned)limit >= CU_LIMIT_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	return ctx_call(c, VGPU_OP_CTX_SET_LIMIT, (uint64_t)limit, value, &cqe);
-}
-
-VGPU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
-{
-	struct vgpu_cqe cqe;
-	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
-
-	if (rc)
-		return rc;
-	if (!pvalue || (unsigned)limit >= CU_LIMIT_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	memset(&cqe, 0, sizeof(cqe));
-	rc = ctx_call(c, VGPU_OP_CTX_GET_LIMIT, (uint64_t)limit, 0, &cqe);
-	if (!rc)
-		*pvalue = (size_t)cqe.val[0];
-	return rc;
 }
 
 VGPU_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
