@@ -79,6 +79,8 @@ uint64_t vgpu_ctx_uid(struct vgpu_ctx *c)
 
 /* ---- Primary contexts --------------------------------------------------- */
 
+/* Device @dev's primary context; before cuInit CUDA_ERROR_NOT_INITIALIZED
+ * (vgpu_device_info), so an entry point may open with it. */
 static CUresult primary_of(CUdevice dev, struct ctx_obj **out)
 {
 	const struct vgpu_device_info *d;
@@ -156,11 +158,8 @@ CUresult vgpu_hand_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = primary_of(dev, &o);
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&prim_lock);
@@ -193,12 +192,9 @@ CUresult vgpu_hand_cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized(), rc2;
+	CUresult rc2, rc = primary_of(dev, &o);
 	int was;
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&prim_lock);
@@ -249,11 +245,8 @@ static CUresult primary_apply_flags(struct ctx_obj *o, unsigned int flags)
 static CUresult primary_set_flags(CUdevice dev, unsigned int flags, bool only_inactive)
 {
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = primary_of(dev, &o);
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	if (!vgpu_ctx_flags_valid(flags))

@@ -20,6 +20,7 @@
 
 #include "calls_hand_gen.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -386,10 +387,8 @@ static CUresult stream_call(uint16_t op, CUstream h, bool ptds_default)
 {
 	struct vgpu_ctx *ctx;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds_default, &ctx, &id);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
 	return rc ? rc : vgpu_call5(op, ctx->id, id, 0, 0, 0, 0, 0, NULL);
 }
 

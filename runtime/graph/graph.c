@@ -18,6 +18,7 @@
 #include "driver.h"	/* cuda.h as the driver sees it: before capture.h */
 #include "calls_hand_gen.h"
 #include "capture.h"
+#include "entry.h"
 #include "graph.h"
 #include "handles.h"
 #include "init.h"
@@ -75,10 +76,8 @@ static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if ((unsigned int)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -156,10 +155,8 @@ CUresult vgpu_hand_cuStreamBeginCaptureToGraph(bool ptds, CUstream h, CUgraph hg
 	struct graph *g;
 	struct into *e;
 	uint32_t sid, *ids = NULL;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (!rc)
 		rc = graph_resolve(hg, VGPU_GRAPH_MAGIC, &g);
 	if (rc)
@@ -209,10 +206,8 @@ CUresult vgpu_hand_cuStreamEndCapture(bool ptds, CUstream h, CUgraph *out)
 	struct vgpu_cqe cqe;
 	struct graph *g;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!out)
@@ -245,10 +240,8 @@ static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *statu
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe = { 0 };
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!status)
@@ -338,10 +331,8 @@ VGPU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	struct graph *g;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&ctx);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	if (!phGraph || flags)

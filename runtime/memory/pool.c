@@ -145,6 +145,14 @@ static CUresult pool_resolve(CUmemoryPool h, struct vgpu_pool **out)
 	return CUDA_SUCCESS;
 }
 
+/* An entry point's opening: cuInit, then the pool. */
+static CUresult pool_enter(CUmemoryPool h, struct vgpu_pool **out)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : pool_resolve(h, out);
+}
+
 static struct vgpu_pool *current_pool(CUdevice dev)
 {
 	struct vgpu_pool *p;
@@ -223,10 +231,8 @@ CUresult vgpu_hand_cuMemAllocFromPoolAsync(bool ptds, CUdeviceptr *dptr, size_t 
 					   CUmemoryPool h, CUstream st)
 {
 	struct vgpu_pool *pool;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &pool);
 
-	if (!rc)
-		rc = pool_resolve(h, &pool);
 	return rc ? rc : alloc_async(dptr, bytes, pool, st, ptds);
 }
 
@@ -327,10 +333,8 @@ VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool h)
 {
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && p->is_default)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -366,10 +370,8 @@ VGPU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool h, CUmemPool_attribute a
 	struct vgpu_pool *p;
 	uint32_t ctx;
 	uint64_t v;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !value)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -385,10 +387,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool h, CUmemPool_attribute a
 	struct vgpu_pool *p;
 	struct vgpu_cqe c = { 0 };
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !value)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -408,10 +408,8 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t minBytesToKeep)
 {
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc)
 		rc = some_ctx(&ctx);
 	return rc ? rc : vgpu_call5(VGPU_OP_POOL_TRIM, ctx, 0, p->id, minBytesToKeep, 0, 0, 0,
@@ -426,10 +424,8 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t minBytesToKeep)
 VGPU_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool h, const CUmemAccessDesc *map, size_t count)
 {
 	struct vgpu_pool *p;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !map && count)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; !rc && i < count; i++) {
@@ -451,10 +447,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool h
 {
 	struct vgpu_pool *p;
 	CUdevice dev;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -624,10 +618,8 @@ VGPU_EXPORT CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemory
 	uint64_t token;
 	uint32_t ctx;
 	int fd = -1;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
 	/* Only the handle types the pool was made with, and no flags; an
@@ -740,10 +732,8 @@ VGPU_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool h,
 	struct vgpu_ctx *cur = NULL;
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
 	/* Pointers come from pools imported from another process. */

@@ -10,6 +10,7 @@
 #include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
@@ -19,10 +20,8 @@ static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned in
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	return vgpu_call5(VGPU_OP_MEM_PREFETCH, ctx->id, sid, p, n, (uint32_t)loc.type,

@@ -22,6 +22,7 @@
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "jit_options.h"
@@ -309,10 +310,8 @@ VGPU_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *
 	struct vgpu_ctx *ctx;
 	uint64_t bytes = 0;
 	void *cubin;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&ctx);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	if (!l)
