@@ -25,6 +25,7 @@
 #include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -292,12 +293,10 @@ CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(h);
 
 	if (rc)
 		return rc;
-	if (!h)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (vgpu_ctx_is_primary_handle(h))
 		return CUDA_ERROR_INVALID_CONTEXT;	/* release or reset those */
 	pthread_mutex_lock(&list_lock);
@@ -329,12 +328,10 @@ CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 CUresult vgpu_hand_cuCtxPushCurrent(CUcontext h)
 {
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(h);
 
 	if (rc)
 		return rc;
-	if (!h)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = lookup(h, &o);
 	if (rc)
 		return rc;
@@ -381,12 +378,10 @@ VGPU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 
 VGPU_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(pctx);
 
 	if (rc)
 		return rc;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pctx = depth ? handle_of(stack[depth - 1].o) : NULL;
 	return CUDA_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "entry.h"
 #include "init.h"
 
 /*
@@ -37,13 +38,9 @@ static CUresult ctx_call(struct vgpu_ctx *c, uint16_t op, uint64_t a0, uint64_t 
  * then the output pointer, then that there is a context. */
 static CUresult current_query(const void *out, struct vgpu_ctx **c)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (rc)
-		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
-	return vgpu_ctx_current_any(c);
+	return rc ? rc : vgpu_ctx_current_any(c);
 }
 
 VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
@@ -60,12 +57,10 @@ VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(device);
 
 	if (rc)
 		return rc;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
@@ -112,12 +107,10 @@ VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
 VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(ctxId);
 
 	if (rc)
 		return rc;
-	if (!ctxId)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
@@ -128,12 +121,10 @@ VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(version);
 
 	if (rc)
 		return rc;
-	if (!version)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;

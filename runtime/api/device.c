@@ -16,6 +16,7 @@
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -60,24 +61,19 @@ int vgpu_device_attr(CUdevice dev, CUdevice_attribute attr)
 /* The usual prologue: initialised, output pointer given, device valid. */
 #define DEVICE_PROLOGUE(ptr, dev, d)				\
 	do {							\
-		CUresult rc_ = vgpu_initialized();		\
-		if (rc_)					\
-			return rc_;				\
-		if (!(ptr))					\
-			return CUDA_ERROR_INVALID_VALUE;	\
-		rc_ = vgpu_device_info((dev), &(d));		\
+		CUresult rc_ = vgpu_enter_nonnull(ptr);		\
+		if (!rc_)					\
+			rc_ = vgpu_device_info((dev), &(d));	\
 		if (rc_)					\
 			return rc_;				\
 	} while (0)
 
 VGPU_EXPORT CUresult cuDeviceGetCount(int *count)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(count);
 
 	if (rc)
 		return rc;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	*count = vgpu_device_count();
 	return CUDA_SUCCESS;
 }

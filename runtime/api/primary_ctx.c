@@ -30,6 +30,7 @@
 #include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -110,12 +111,10 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(pctx);
 
 	if (rc)
 		return rc;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;

@@ -13,6 +13,7 @@
 
 #include "calls_hand_gen.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -463,10 +464,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool h
 
 VGPU_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (!rc && !out)
-		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = device_ok(dev);
 	if (rc)
@@ -479,10 +478,8 @@ VGPU_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
 
 VGPU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (!rc && !out)
-		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = device_ok(dev);
 	if (!rc)

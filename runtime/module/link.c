@@ -107,12 +107,10 @@ static CUresult sort_options(struct link *l, unsigned n, CUjit_option *o, void *
 CUresult vgpu_hand_cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
 {
 	struct link *l;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -13,6 +13,15 @@
 #include "handles.h"
 #include "init.h"
 
+/* An entry point whose first check is that @p (an output, or a handle that
+ * cannot be NULL) is not NULL. */
+static inline CUresult vgpu_enter_nonnull(const void *p)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 /* A CUstream: its context and stream id (vgpu_stream_resolve). */
 static inline CUresult vgpu_enter_stream(CUstream h, bool ptds, struct vgpu_ctx **ctx,
 					 uint32_t *sid)
