@@ -34,19 +34,19 @@ static CUresult ctx_call(struct vgpu_ctx *c, uint16_t op, uint64_t a0, uint64_t 
 
 /* ---- Queries answered locally ------------------------------------------- */
 
-/* A query about the current context: the driver checks initialization,
- * then the output pointer, then that there is a context. */
-static CUresult current_query(const void *out, struct vgpu_ctx **c)
+/* A query about context @h (NULL: the current one): the driver checks
+ * initialization, then the output pointer, then the context. */
+static CUresult ctx_query(const void *out, CUcontext h, struct vgpu_ctx **c)
 {
 	CUresult rc = vgpu_enter_nonnull(out);
 
-	return rc ? rc : vgpu_ctx_current_any(c);
+	return rc ? rc : vgpu_ctx_resolve_any(h, c);
 }
 
 VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(device, &c);
+	CUresult rc = ctx_query(device, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -57,11 +57,8 @@ VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_enter_nonnull(device);
+	CUresult rc = ctx_query(device, ctx, &c);
 
-	if (rc)
-		return rc;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*device = c->dev;
@@ -71,7 +68,7 @@ VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(flags, &c);
+	CUresult rc = ctx_query(flags, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -107,11 +104,8 @@ VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
 VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_enter_nonnull(ctxId);
+	CUresult rc = ctx_query(ctxId, ctx, &c);
 
-	if (rc)
-		return rc;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*ctxId = vgpu_ctx_uid(c);
@@ -121,11 +115,8 @@ VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_enter_nonnull(version);
+	CUresult rc = ctx_query(version, ctx, &c);
 
-	if (rc)
-		return rc;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*version = CTX_API_VERSION;
@@ -135,7 +126,7 @@ VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(pconfig, &c);
+	CUresult rc = ctx_query(pconfig, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -148,7 +139,7 @@ VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(pConfig, &c);
+	CUresult rc = ctx_query(pConfig, NULL, &c);
 
 	if (rc)
 		return rc;
