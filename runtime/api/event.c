@@ -84,7 +84,8 @@ CUresult vgpu_hand_cuEventDestroy(CUevent h)
 	return rc;
 }
 
-static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flags)
+CUresult vgpu_hand_cuEventRecordWithFlags(bool ptds, CUevent h, CUstream hStream,
+					  unsigned int flags)
 {
 	struct vgpu_event *ev;
 	struct vgpu_ctx *ctx;
@@ -103,13 +104,7 @@ static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flag
 
 CUresult vgpu_hand_cuEventRecord(bool ptds, CUevent hEvent, CUstream hStream)
 {
-	return record(hEvent, hStream, ptds, 0);
-}
-
-CUresult vgpu_hand_cuEventRecordWithFlags(bool ptds, CUevent hEvent, CUstream hStream,
-					  unsigned int flags)
-{
-	return record(hEvent, hStream, ptds, flags);
+	return vgpu_hand_cuEventRecordWithFlags(ptds, hEvent, hStream, 0);
 }
 
 static CUresult event_call(uint16_t op, CUevent h)

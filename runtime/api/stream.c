@@ -322,7 +322,8 @@ CUresult vgpu_hand_cuStreamGetFlags(bool ptds_default, CUstream h, unsigned int 
 	return CUDA_SUCCESS;
 }
 
-static CUresult get_ctx(CUstream h, bool ptds_default, CUcontext *pctx, CUgreenCtx *pgreen)
+CUresult vgpu_hand_cuStreamGetCtx(bool ptds_default, CUstream h, CUcontext *pctx,
+				  CUgreenCtx *pgreen)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -340,18 +341,12 @@ static CUresult get_ctx(CUstream h, bool ptds_default, CUcontext *pctx, CUgreenC
 
 VGPU_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
-	return get_ctx(hStream, false, pctx, NULL);
+	return vgpu_hand_cuStreamGetCtx(false, hStream, pctx, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
 {
-	return get_ctx(hStream, true, pctx, NULL);
-}
-
-CUresult vgpu_hand_cuStreamGetCtx(bool ptds, CUstream hStream, CUcontext *pCtx,
-				  CUgreenCtx *pGreenCtx)
-{
-	return get_ctx(hStream, ptds, pCtx, pGreenCtx);
+	return vgpu_hand_cuStreamGetCtx(true, hStream, pctx, NULL);
 }
 
 CUresult vgpu_hand_cuStreamGetId(bool ptds_default, CUstream h, unsigned long long *id)

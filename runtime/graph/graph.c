@@ -71,7 +71,7 @@ static void graph_free(struct graph *g, enum vgpu_kind k)
 
 /* ---- capture ------------------------------------------------------------ */
 
-static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
+CUresult vgpu_hand_cuStreamBeginCapture(bool ptds, CUstream h, CUstreamCaptureMode mode)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
@@ -90,17 +90,12 @@ static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
 
 VGPU_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
 {
-	return begin_capture(hStream, false, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	return vgpu_hand_cuStreamBeginCapture(false, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 VGPU_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
-	return begin_capture(hStream, true, CU_STREAM_CAPTURE_MODE_GLOBAL);
-}
-
-CUresult vgpu_hand_cuStreamBeginCapture(bool ptds, CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, ptds, mode);
+	return vgpu_hand_cuStreamBeginCapture(true, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 /* Captures into a graph the program made: the graph ending each. */
@@ -233,9 +228,9 @@ CUresult vgpu_hand_cuStreamEndCapture(bool ptds, CUstream h, CUgraph *out)
 	return CUDA_SUCCESS;
 }
 
-static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *status,
-			     cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
-			     const CUgraphEdgeData **edges, size_t *ndeps)
+CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream h, CUstreamCaptureStatus *status,
+					  cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+					  const CUgraphEdgeData **edges, size_t *ndeps)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe = { 0 };
@@ -259,20 +254,23 @@ static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *statu
 CUresult vgpu_hand_cuStreamIsCapturing(bool ptds, CUstream hStream,
 				       CUstreamCaptureStatus *captureStatus)
 {
-	return capture_info(hStream, ptds, captureStatus, NULL, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(ptds, hStream, captureStatus, NULL, NULL, NULL,
+						NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
 					    cuuint64_t *id_out)
 {
-	return capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(false, hStream, captureStatus_out, id_out, NULL,
+						NULL, NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
 						 CUstreamCaptureStatus *captureStatus_out,
 						 cuuint64_t *id_out)
 {
-	return capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(true, hStream, captureStatus_out, id_out, NULL,
+						NULL, NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
@@ -281,8 +279,9 @@ VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
 					       const CUgraphNode **dependencies_out,
 					       size_t *numDependencies_out)
 {
-	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
-			    dependencies_out, NULL, numDependencies_out);
+	return vgpu_hand_cuStreamGetCaptureInfo(false, hStream, captureStatus_out, id_out,
+						graph_out, dependencies_out, NULL,
+						numDependencies_out);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
@@ -291,19 +290,8 @@ VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
 						    const CUgraphNode **dependencies_out,
 						    size_t *numDependencies_out)
 {
-	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
-			    dependencies_out, NULL, numDependencies_out);
-}
-
-CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream hStream,
-					  CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out, CUgraph *graph_out,
-					  const CUgraphNode **dependencies_out,
-					  const CUgraphEdgeData **edgeData_out,
-					  size_t *numDependencies_out)
-{
-	return capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out,
-			    edgeData_out, numDependencies_out);
+	return vgpu_hand_cuStreamGetCaptureInfo(true, hStream, captureStatus_out, id_out, graph_out,
+						dependencies_out, NULL, numDependencies_out);
 }
 
 /* The calling thread's mode: what cudart swaps around calls that would be

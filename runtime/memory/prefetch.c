@@ -14,8 +14,8 @@
 #include "handles.h"
 #include "init.h"
 
-static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
-			 CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemLocation loc,
+				      unsigned int flags, CUstream h)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
@@ -39,19 +39,15 @@ static CUmemLocation location_of(CUdevice dev)
 VGPU_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
 					CUstream hStream)
 {
-	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, false);
+	return vgpu_hand_cuMemPrefetchAsync(false, devPtr, count, location_of(dstDevice), 0,
+					    hStream);
 }
 
 VGPU_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
 					     CUdevice dstDevice, CUstream hStream)
 {
-	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, true);
-}
-
-CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr devPtr, size_t count,
-				      CUmemLocation location, unsigned int flags, CUstream hStream)
-{
-	return prefetch(devPtr, count, location, flags, hStream, ptds);
+	return vgpu_hand_cuMemPrefetchAsync(true, devPtr, count, location_of(dstDevice), 0,
+					    hStream);
 }
 
 /*
@@ -78,7 +74,7 @@ CUresult vgpu_hand_cuMemPrefetchBatchAsync(bool ptds, CUdeviceptr *dptrs, size_t
 	for (size_t i = 0, k = 0; i < count && !rc; i++) {
 		while (k + 1 < nlocs && idxs[k + 1] <= i)
 			k++;
-		rc = prefetch(dptrs[i], sizes[i], locs[k], 0, h, ptds);
+		rc = vgpu_hand_cuMemPrefetchAsync(ptds, dptrs[i], sizes[i], locs[k], 0, h);
 	}
 	return rc;
 }
