@@ -35,8 +35,6 @@
 	X(cuCtxSetCurrent) \
 	X(cuCtxGetCurrent) \
 	X(cuCtxSynchronize) \
-	X(cuCtxSetLimit) \
-	X(cuCtxGetLimit) \
 	X(cuCtxSetCacheConfig) \
 	X(cuMemGetInfo_v2) \
 	X(cuMemAddressReserve) \

@@ -559,4 +559,26 @@ CUresult backend_missing_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgrap
 extern __typeof__(backend_missing_cuGraphKernelNodeCopyAttributes) host_cuGraphKernelNodeCopyAttributes
 	__attribute__((weak, alias("backend_missing_cuGraphKernelNodeCopyAttributes")));
 
+CUresult backend_missing_cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	static int logged;
+
+	(void)limit;
+	(void)value;
+	return missing("cuCtxSetLimit", &logged);
+}
+extern __typeof__(backend_missing_cuCtxSetLimit) host_cuCtxSetLimit
+	__attribute__((weak, alias("backend_missing_cuCtxSetLimit")));
+
+CUresult backend_missing_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	static int logged;
+
+	(void)pvalue;
+	(void)limit;
+	return missing("cuCtxGetLimit", &logged);
+}
+extern __typeof__(backend_missing_cuCtxGetLimit) host_cuCtxGetLimit
+	__attribute__((weak, alias("backend_missing_cuCtxGetLimit")));
+
 VGPU_GEN_SLOTS_END

@@ -64,6 +64,8 @@
 	X(cuCoredumpGetAttribute) \
 	X(cuCoredumpGetAttributeGlobal) \
 	X(cuGraphKernelNodeCopyAttributes) \
+	X(cuCtxSetLimit) \
+	X(cuCtxGetLimit) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

@@ -68,6 +68,8 @@
 	X(GEN_cuCoredumpGetAttribute) \
 	X(GEN_cuCoredumpGetAttributeGlobal) \
 	X(GEN_cuGraphKernelNodeCopyAttributes) \
+	X(GEN_cuCtxSetLimit) \
+	X(GEN_cuCtxGetLimit) \
 
 /* Kinds of the handles the runtime issues for generated calls alone. */
 enum vgpu_gen_kind {
@@ -601,5 +603,26 @@ struct vgpu_res_cuGraphKernelNodeCopyAttributes {
 };
 _Static_assert(sizeof(struct vgpu_args_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuGraphKernelNodeCopyAttributes) <= VGPU_GEN_WIRE_MAX, "cuGraphKernelNodeCopyAttributes: outputs too large");
+
+/* CUresult cuCtxSetLimit(CUlimit limit, size_t value) */
+struct vgpu_args_cuCtxSetLimit {
+	CUlimit limit;
+	size_t value;
+};
+struct vgpu_res_cuCtxSetLimit {
+	uint64_t unused;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCtxSetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxSetLimit: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCtxSetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxSetLimit: outputs too large");
+
+/* CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) */
+struct vgpu_args_cuCtxGetLimit {
+	CUlimit limit;
+};
+struct vgpu_res_cuCtxGetLimit {
+	size_t pvalue;
+};
+_Static_assert(sizeof(struct vgpu_args_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: outputs too large");
 
 #endif /* CUDA_VERSION */

@@ -125,7 +125,7 @@
 #include "vgpu/calls_gen.h"
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	6u
+#define VGPU_PROTO_VERSION	7u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -280,8 +280,6 @@ enum vgpu_op {
 	VGPU_OP_PRIMARY_RESET,		/* arg0 device */
 	VGPU_OP_PRIMARY_SET_FLAGS,	/* arg0 device, arg1 flags */
 	VGPU_OP_CTX_SYNCHRONIZE,	/* sqe.ctx */
-	VGPU_OP_CTX_SET_LIMIT,		/* arg0 CUlimit, arg1 value */
-	VGPU_OP_CTX_GET_LIMIT,		/* arg0 CUlimit; R: val0 */
 	VGPU_OP_CTX_SET_CACHE_CONFIG,	/* arg0 config */
 	VGPU_OP_CTX_SET_SHMEM_CONFIG,	/* arg0 config */
 	VGPU_OP_MEM_GET_INFO,		/* R: val0 free, val1 total */

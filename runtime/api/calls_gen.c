@@ -1019,3 +1019,42 @@ VGPU_EXPORT CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNod
 	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
 	return rc_;
 }
+
+VGPU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	struct vgpu_args_cuCtxSetLimit in_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuCtxSetLimit, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	in_.limit = limit;
+	in_.value = value;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, NULL, 0, NULL, 0);
+	return rc_;
+}
+
+VGPU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	struct vgpu_args_cuCtxGetLimit in_;
+	struct vgpu_res_cuCtxGetLimit out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuCtxGetLimit, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pvalue)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	in_.limit = limit;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pvalue = out_.pvalue;
+	return rc_;
+}

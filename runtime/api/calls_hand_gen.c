@@ -105,3 +105,603 @@ VGPU_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D
 {
 	return vgpu_hand_cuGraphMemcpyNodeGetParams(hNode, nodeParams);
 }
+
+VGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+	return vgpu_hand_cuCtxDestroy(ctx);
+}
+
+VGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	return vgpu_hand_cuCtxDestroy(ctx);
+}
+
+VGPU_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	return vgpu_hand_cuCtxPopCurrent(pctx);
+}
+
+VGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+	return vgpu_hand_cuCtxPopCurrent(pctx);
+}
+
+VGPU_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	return vgpu_hand_cuCtxPushCurrent(ctx);
+}
+
+VGPU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	return vgpu_hand_cuCtxPushCurrent(ctx);
+}
+
+VGPU_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDeviceGetUuid(uuid, dev);
+}
+
+VGPU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDeviceGetUuid(uuid, dev);
+}
+
+VGPU_EXPORT CUresult cuEventDestroy(CUevent hEvent)
+{
+	return vgpu_hand_cuEventDestroy(hEvent);
+}
+
+VGPU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+	return vgpu_hand_cuEventDestroy(hEvent);
+}
+
+VGPU_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return vgpu_hand_cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+VGPU_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	return vgpu_hand_cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+VGPU_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	return vgpu_hand_cuEventRecord(false, hEvent, hStream);
+}
+
+VGPU_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+	return vgpu_hand_cuEventRecord(true, hEvent, hStream);
+}
+
+VGPU_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return vgpu_hand_cuEventRecordWithFlags(false, hEvent, hStream, flags);
+}
+
+VGPU_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return vgpu_hand_cuEventRecordWithFlags(true, hEvent, hStream, flags);
+}
+
+VGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void * *kernelParams)
+{
+	return vgpu_hand_cuLaunchCooperativeKernel(false, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void * *kernelParams)
+{
+	return vgpu_hand_cuLaunchCooperativeKernel(true, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+VGPU_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+	return vgpu_hand_cuLaunchHostFunc(false, hStream, fn, userData);
+}
+
+VGPU_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+	return vgpu_hand_cuLaunchHostFunc(true, hStream, fn, userData);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void * *kernelParams, void * *extra)
+{
+	return vgpu_hand_cuLaunchKernel(false, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void * *kernelParams, void * *extra)
+{
+	return vgpu_hand_cuLaunchKernel(true, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void * *kernelParams, void * *extra)
+{
+	return vgpu_hand_cuLaunchKernelEx(false, config, f, kernelParams, extra);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void * *kernelParams, void * *extra)
+{
+	return vgpu_hand_cuLaunchKernelEx(true, config, f, kernelParams, extra);
+}
+
+VGPU_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+{
+	return vgpu_hand_cuStreamAddCallback(false, hStream, callback, userData, flags);
+}
+
+VGPU_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+{
+	return vgpu_hand_cuStreamAddCallback(true, hStream, callback, userData, flags);
+}
+
+VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDevicePrimaryCtxRelease(dev);
+}
+
+VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDevicePrimaryCtxRelease(dev);
+}
+
+VGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDevicePrimaryCtxReset(dev);
+}
+
+VGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice_v1 dev)
+{
+	return vgpu_hand_cuDevicePrimaryCtxReset(dev);
+}
+
+VGPU_EXPORT CUresult cuStreamDestroy(CUstream hStream)
+{
+	return vgpu_hand_cuStreamDestroy(hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+	return vgpu_hand_cuStreamDestroy(hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pctx, CUgreenCtx *pGreenCtx)
+{
+	return vgpu_hand_cuStreamGetCtx(false, hStream, pctx, pGreenCtx);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pctx, CUgreenCtx *pGreenCtx)
+{
+	return vgpu_hand_cuStreamGetCtx(true, hStream, pctx, pGreenCtx);
+}
+
+VGPU_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+	return vgpu_hand_cuStreamGetDevice(false, hStream, device);
+}
+
+VGPU_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
+{
+	return vgpu_hand_cuStreamGetDevice(true, hStream, device);
+}
+
+VGPU_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+	return vgpu_hand_cuStreamGetFlags(false, hStream, flags);
+}
+
+VGPU_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+	return vgpu_hand_cuStreamGetFlags(true, hStream, flags);
+}
+
+VGPU_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+	return vgpu_hand_cuStreamGetId(false, hStream, streamId);
+}
+
+VGPU_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
+{
+	return vgpu_hand_cuStreamGetId(true, hStream, streamId);
+}
+
+VGPU_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	return vgpu_hand_cuStreamGetPriority(false, hStream, priority);
+}
+
+VGPU_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
+{
+	return vgpu_hand_cuStreamGetPriority(true, hStream, priority);
+}
+
+VGPU_EXPORT CUresult cuStreamQuery(CUstream hStream)
+{
+	return vgpu_hand_cuStreamQuery(false, hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+	return vgpu_hand_cuStreamQuery(true, hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
+{
+	return vgpu_hand_cuStreamSynchronize(false, hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	return vgpu_hand_cuStreamSynchronize(true, hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return vgpu_hand_cuStreamWaitEvent(false, hStream, hEvent, Flags);
+}
+
+VGPU_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return vgpu_hand_cuStreamWaitEvent(true, hStream, hEvent, Flags);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	return vgpu_hand_cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	return vgpu_hand_cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	return vgpu_hand_cuGraphInstantiateWithParams(false, phGraphExec, hGraph, instantiateParams);
+}
+
+VGPU_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	return vgpu_hand_cuGraphInstantiateWithParams(true, phGraphExec, hGraph, instantiateParams);
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraph, CUstream hStream)
+{
+	return vgpu_hand_cuGraphLaunch(false, hGraph, hStream);
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraph, CUstream hStream)
+{
+	return vgpu_hand_cuGraphLaunch(true, hGraph, hStream);
+}
+
+VGPU_EXPORT CUresult cuGraphUpload(CUgraphExec hGraph, CUstream hStream)
+{
+	return vgpu_hand_cuGraphUpload(false, hGraph, hStream);
+}
+
+VGPU_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraph, CUstream hStream)
+{
+	return vgpu_hand_cuGraphUpload(true, hGraph, hStream);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return vgpu_hand_cuStreamBeginCapture(false, hStream, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return vgpu_hand_cuStreamBeginCapture(true, hStream, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+{
+	return vgpu_hand_cuStreamBeginCaptureToGraph(false, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+{
+	return vgpu_hand_cuStreamBeginCaptureToGraph(true, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+}
+
+VGPU_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	return vgpu_hand_cuStreamEndCapture(false, hStream, phGraph);
+}
+
+VGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	return vgpu_hand_cuStreamEndCapture(true, hStream, phGraph);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode * *dependencies_out, const CUgraphEdgeData * *edgeData_out, size_t *numDependencies_out)
+{
+	return vgpu_hand_cuStreamGetCaptureInfo(false, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode * *dependencies_out, const CUgraphEdgeData * *edgeData_out, size_t *numDependencies_out)
+{
+	return vgpu_hand_cuStreamGetCaptureInfo(true, hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return vgpu_hand_cuStreamIsCapturing(false, hStream, captureStatus);
+}
+
+VGPU_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return vgpu_hand_cuStreamIsCapturing(true, hStream, captureStatus);
+}
+
+VGPU_EXPORT CUresult cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpy(false, dst, src, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpy(true, dst, src, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy2D(false, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy2D(true, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy2DAsync(false, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy2DAsync(true, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy2DUnaligned(false, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy2DUnaligned(true, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy3D(false, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D_v2 *pCopy)
+{
+	return vgpu_hand_cuMemcpy3D(true, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D_v2 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy3DAsync(false, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D_v2 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy3DAsync(true, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER_v1 *pCopy)
+{
+	return vgpu_hand_cuMemcpy3DPeer(false, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER_v1 *pCopy)
+{
+	return vgpu_hand_cuMemcpy3DPeer(true, pCopy);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER_v1 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy3DPeerAsync(false, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER_v1 *pCopy, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpy3DPeerAsync(true, pCopy, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyAsync(false, dst, src, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyAsync(true, dst, src, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoD(false, dstDevice, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoD(true, dstDevice, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyDtoDAsync(false, dstDevice, srcDevice, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyDtoDAsync(true, dstDevice, srcDevice, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoH(false, dstHost, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoH(true, dstHost, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyDtoHAsync(false, dstHost, srcDevice, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyDtoHAsync(true, dstHost, srcDevice, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyHtoD(false, dstDevice, srcHost, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyHtoD(true, dstDevice, srcHost, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyHtoDAsync(false, dstDevice, srcHost, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyHtoDAsync(true, dstDevice, srcHost, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyPeer(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice, CUcontext srcContext, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyPeer(false, dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice, CUcontext srcContext, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyPeer(true, dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyPeerAsync(false, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyPeerAsync(true, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	return vgpu_hand_cuMemHostRegister(p, bytesize, Flags);
+}
+
+VGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	return vgpu_hand_cuMemHostRegister(p, bytesize, Flags);
+}
+
+VGPU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr_v2 *dptr, size_t bytesize, CUstream hStream)
+{
+	return vgpu_hand_cuMemAllocAsync(false, dptr, bytesize, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr_v2 *dptr, size_t bytesize, CUstream hStream)
+{
+	return vgpu_hand_cuMemAllocAsync(true, dptr, bytesize, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr_v2 *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+	return vgpu_hand_cuMemAllocFromPoolAsync(false, dptr, bytesize, pool, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr_v2 *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+	return vgpu_hand_cuMemAllocFromPoolAsync(true, dptr, bytesize, pool, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr_v2 dptr, CUstream hStream)
+{
+	return vgpu_hand_cuMemFreeAsync(false, dptr, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr_v2 dptr, CUstream hStream)
+{
+	return vgpu_hand_cuMemFreeAsync(true, dptr, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr_v2 devPtr, size_t count, CUmemLocation_v1 location, unsigned int flags, CUstream hStream)
+{
+	return vgpu_hand_cuMemPrefetchAsync(false, devPtr, count, location, flags, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr_v2 devPtr, size_t count, CUmemLocation_v1 location, unsigned int flags, CUstream hStream)
+{
+	return vgpu_hand_cuMemPrefetchAsync(true, devPtr, count, location, flags, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr_v2 *dptrs, size_t *sizes, size_t count, CUmemLocation_v1 *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)
+{
+	return vgpu_hand_cuMemPrefetchBatchAsync(false, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr_v2 *dptrs, size_t *sizes, size_t count, CUmemLocation_v1 *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)
+{
+	return vgpu_hand_cuMemPrefetchBatchAsync(true, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo_v1 *mapInfoList, unsigned int count, CUstream hStream)
+{
+	return vgpu_hand_cuMemMapArrayAsync(false, mapInfoList, count, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo_v1 *mapInfoList, unsigned int count, CUstream hStream)
+{
+	return vgpu_hand_cuMemMapArrayAsync(true, mapInfoList, count, hStream);
+}
+
+VGPU_EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void * *optionValues)
+{
+	return vgpu_hand_cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues);
+}
+
+VGPU_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void * *optionValues)
+{
+	return vgpu_hand_cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues);
+}
+
+VGPU_EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void * *optionValues)
+{
+	return vgpu_hand_cuLinkAddFile(state, type, path, numOptions, options, optionValues);
+}
+
+VGPU_EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void * *optionValues)
+{
+	return vgpu_hand_cuLinkAddFile(state, type, path, numOptions, options, optionValues);
+}
+
+VGPU_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void * *optionValues, CUlinkState *stateOut)
+{
+	return vgpu_hand_cuLinkCreate(numOptions, options, optionValues, stateOut);
+}
+
+VGPU_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void * *optionValues, CUlinkState *stateOut)
+{
+	return vgpu_hand_cuLinkCreate(numOptions, options, optionValues, stateOut);
+}

@@ -22,8 +22,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -287,17 +289,15 @@ VGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreat
 	return ctx_create(pctx, flags, dev);
 }
 
-static CUresult ctx_destroy(CUcontext h)
+CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(h);
 
 	if (rc)
 		return rc;
-	if (!h)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (vgpu_ctx_is_primary_handle(h))
 		return CUDA_ERROR_INVALID_CONTEXT;	/* release or reset those */
 	pthread_mutex_lock(&list_lock);
@@ -359,44 +359,22 @@ void vgpu_ctx_green_drop(struct vgpu_ctx *c)
 	obj_recycle(o);
 }
 
-VGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
-{
-	return ctx_destroy(ctx);
-}
-
-VGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-	return ctx_destroy(ctx);
-}
-
 /* ---- The context stack -------------------------------------------------- */
 
-static CUresult ctx_push(CUcontext h)
+CUresult vgpu_hand_cuCtxPushCurrent(CUcontext h)
 {
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(h);
 
 	if (rc)
 		return rc;
-	if (!h)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = lookup(h, &o);
 	if (rc)
 		return rc;
 	return stack_push(o);
 }
 
-VGPU_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-	return ctx_push(ctx);
-}
-
-VGPU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-	return ctx_push(ctx);
-}
-
-static CUresult ctx_pop(CUcontext *pctx)
+CUresult vgpu_hand_cuCtxPopCurrent(CUcontext *pctx)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -408,16 +386,6 @@ static CUresult ctx_pop(CUcontext *pctx)
 	if (pctx)
 		*pctx = handle_of(stack[depth].o);
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-	return ctx_pop(pctx);
-}
-
-VGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-	return ctx_pop(pctx);
 }
 
 /* Replaces the top of the stack (pushes on an empty one); NULL pops. An
@@ -446,12 +414,10 @@ VGPU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 
 VGPU_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(pctx);
 
 	if (rc)
 		return rc;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pctx = depth ? handle_of(stack[depth - 1].o) : NULL;
 	return CUDA_SUCCESS;
 }

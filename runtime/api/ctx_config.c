@@ -2,12 +2,14 @@
 /*
  * A context's queries and settings: device, flags, id, API version, cache
  * and shared-memory configuration and stream priorities, answered locally
- * (for an inactive primary too, see primary_ctx.c); synchronisation,
- * limits and the configuration setters, answered by the worker.
+ * (for an inactive primary too, see primary_ctx.c); synchronisation and
+ * the configuration setters, answered by the worker. The limits are
+ * generated (calls.def): the worker's driver keeps them.
  */
 #include <string.h>
 
 #include "context.h"
+#include "entry.h"
 #include "init.h"
 
 /*
@@ -32,23 +34,19 @@ static CUresult ctx_call(struct vgpu_ctx *c, uint16_t op, uint64_t a0, uint64_t 
 
 /* ---- Queries answered locally ------------------------------------------- */
 
-/* A query about the current context: the driver checks initialization,
- * then the output pointer, then that there is a context. */
-static CUresult current_query(const void *out, struct vgpu_ctx **c)
+/* A query about context @h (NULL: the current one): the driver checks
+ * initialization, then the output pointer, then the context. */
+static CUresult ctx_query(const void *out, CUcontext h, struct vgpu_ctx **c)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (rc)
-		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
-	return vgpu_ctx_current_any(c);
+	return rc ? rc : vgpu_ctx_resolve_any(h, c);
 }
 
 VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(device, &c);
+	CUresult rc = ctx_query(device, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -59,13 +57,8 @@ VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_query(device, ctx, &c);
 
-	if (rc)
-		return rc;
-	if (!device)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*device = c->dev;
@@ -75,7 +68,7 @@ VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(flags, &c);
+	CUresult rc = ctx_query(flags, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -111,13 +104,8 @@ VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
 VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_query(ctxId, ctx, &c);
 
-	if (rc)
-		return rc;
-	if (!ctxId)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*ctxId = vgpu_ctx_uid(c);
@@ -127,13 +115,8 @@ VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_query(version, ctx, &c);
 
-	if (rc)
-		return rc;
-	if (!version)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_resolve_any(ctx, &c);
 	if (rc)
 		return rc;
 	*version = CTX_API_VERSION;
@@ -143,7 +126,7 @@ VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(pconfig, &c);
+	CUresult rc = ctx_query(pconfig, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -156,7 +139,7 @@ VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = current_query(pConfig, &c);
+	CUresult rc = ctx_query(pConfig, NULL, &c);
 
 	if (rc)
 		return rc;
@@ -206,43 +189,6 @@ VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	CUresult rc = vgpu_ctx_resolve(ctx, &c);
 
 	return rc ? rc : ctx_sync(c);
-}
-
-/* Synchronous: a limit can be refused (unsupported, out of range). */
-VGPU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
-{
-	struct vgpu_cqe cqe;
-	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
-
-	if (rc)
-		return rc;
-	if ((unsigned)limit >= CU_LIMIT_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	return ctx_call(c, VGPU_OP_CTX_SET_LIMIT, (uint64_t)limit, value, &cqe);
-}
-
-VGPU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
-{
-	struct vgpu_cqe cqe;
-	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
-
-	if (rc)
-		return rc;
-	if (!pvalue || (unsigned)limit >= CU_LIMIT_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	memset(&cqe, 0, sizeof(cqe));
-	rc = ctx_call(c, VGPU_OP_CTX_GET_LIMIT, (uint64_t)limit, 0, &cqe);
-	if (!rc)
-		*pvalue = (size_t)cqe.val[0];
-	return rc;
 }
 
 VGPU_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -59,24 +61,19 @@ int vgpu_device_attr(CUdevice dev, CUdevice_attribute attr)
 /* The usual prologue: initialised, output pointer given, device valid. */
 #define DEVICE_PROLOGUE(ptr, dev, d)				\
 	do {							\
-		CUresult rc_ = vgpu_initialized();		\
-		if (rc_)					\
-			return rc_;				\
-		if (!(ptr))					\
-			return CUDA_ERROR_INVALID_VALUE;	\
-		rc_ = vgpu_device_info((dev), &(d));		\
+		CUresult rc_ = vgpu_enter_nonnull(ptr);		\
+		if (!rc_)					\
+			rc_ = vgpu_device_info((dev), &(d));	\
 		if (rc_)					\
 			return rc_;				\
 	} while (0)
 
 VGPU_EXPORT CUresult cuDeviceGetCount(int *count)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(count);
 
 	if (rc)
 		return rc;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	*count = vgpu_device_count();
 	return CUDA_SUCCESS;
 }
@@ -108,7 +105,7 @@ VGPU_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
+CUresult vgpu_hand_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
 	const struct vgpu_device_info *d;
 
@@ -119,15 +116,6 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 
 /* v1 and v2 differ on MIG instances only (v1 gave the parent GPU's); the
  * worker hands out whole devices, so both are the snapshot's UUID. */
-VGPU_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
-{
-	return get_uuid(uuid, dev);
-}
-
-VGPU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
-{
-	return get_uuid(uuid, dev);
-}
 
 VGPU_EXPORT CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev)
 {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "handles.h"
 #include "init.h"
@@ -106,7 +107,7 @@ VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	return CUDA_SUCCESS;
 }
 
-static CUresult destroy(CUevent h)
+CUresult vgpu_hand_cuEventDestroy(CUevent h)
 {
 	struct vgpu_event *ev;
 	CUresult rc = resolve(h, &ev);
@@ -125,17 +126,8 @@ static CUresult destroy(CUevent h)
 	return rc;
 }
 
-VGPU_EXPORT CUresult cuEventDestroy(CUevent hEvent)
-{
-	return destroy(hEvent);
-}
-
-VGPU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-	return destroy(hEvent);
-}
-
-static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flags)
+CUresult vgpu_hand_cuEventRecordWithFlags(bool ptds, CUevent h, CUstream hStream,
+					  unsigned int flags)
 {
 	struct vgpu_event *ev;
 	struct vgpu_ctx *ctx;
@@ -152,25 +144,9 @@ static CUresult record(CUevent h, CUstream hStream, bool ptds, unsigned int flag
 	return vgpu_post5(VGPU_OP_EVENT_RECORD, ctx->id, sid, ev->id, flags, 0, 0, 0);
 }
 
-VGPU_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+CUresult vgpu_hand_cuEventRecord(bool ptds, CUevent hEvent, CUstream hStream)
 {
-	return record(hEvent, hStream, false, 0);
-}
-
-VGPU_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-	return record(hEvent, hStream, true, 0);
-}
-
-VGPU_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	return record(hEvent, hStream, false, flags);
-}
-
-VGPU_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
-						 unsigned int flags)
-{
-	return record(hEvent, hStream, true, flags);
+	return vgpu_hand_cuEventRecordWithFlags(ptds, hEvent, hStream, 0);
 }
 
 static CUresult event_call(uint16_t op, CUevent h)
@@ -191,7 +167,7 @@ VGPU_EXPORT CUresult cuEventQuery(CUevent hEvent)
 	return event_call(VGPU_OP_EVENT_QUERY, hEvent);
 }
 
-static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
+CUresult vgpu_hand_cuEventElapsedTime(float *ms, CUevent hStart, CUevent hEnd)
 {
 	struct vgpu_event *a, *b;
 	struct vgpu_cqe cqe = { 0 };
@@ -210,14 +186,4 @@ static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
 	bits = (uint32_t)cqe.val[0];
 	memcpy(ms, &bits, sizeof(*ms));
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	return elapsed(pMilliseconds, hStart, hEnd);
-}
-
-VGPU_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	return elapsed(pMilliseconds, hStart, hEnd);
 }

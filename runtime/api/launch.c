@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "graph.h"
 #include "handles.h"
@@ -233,46 +234,24 @@ static CUresult launch_kernel(CUfunction f, unsigned int gx, unsigned int gy, un
 	return launch(f, &L);
 }
 
-VGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-				    unsigned int gridDimZ, unsigned int blockDimX,
-				    unsigned int blockDimY, unsigned int blockDimZ,
-				    unsigned int sharedMemBytes, CUstream hStream,
-				    void **kernelParams, void **extra)
+CUresult vgpu_hand_cuLaunchKernel(bool ptds, CUfunction f, unsigned int gridDimX,
+				  unsigned int gridDimY, unsigned int gridDimZ,
+				  unsigned int blockDimX, unsigned int blockDimY,
+				  unsigned int blockDimZ, unsigned int sharedMemBytes,
+				  CUstream hStream, void **kernelParams, void **extra)
 {
 	return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			     sharedMemBytes, hStream, false, kernelParams, extra, 0);
+			     sharedMemBytes, hStream, ptds, kernelParams, extra, 0);
 }
 
-VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-					 unsigned int gridDimY, unsigned int gridDimZ,
-					 unsigned int blockDimX, unsigned int blockDimY,
-					 unsigned int blockDimZ, unsigned int sharedMemBytes,
-					 CUstream hStream, void **kernelParams, void **extra)
+CUresult vgpu_hand_cuLaunchCooperativeKernel(bool ptds, CUfunction f, unsigned int gridDimX,
+					     unsigned int gridDimY, unsigned int gridDimZ,
+					     unsigned int blockDimX, unsigned int blockDimY,
+					     unsigned int blockDimZ, unsigned int sharedMemBytes,
+					     CUstream hStream, void **kernelParams)
 {
 	return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			     sharedMemBytes, hStream, true, kernelParams, extra, 0);
-}
-
-VGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
-					       unsigned int gridDimY, unsigned int gridDimZ,
-					       unsigned int blockDimX, unsigned int blockDimY,
-					       unsigned int blockDimZ, unsigned int sharedMemBytes,
-					       CUstream hStream, void **kernelParams)
-{
-	return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			     sharedMemBytes, hStream, false, kernelParams, NULL,
-			     VGPU_LAUNCH_COOPERATIVE);
-}
-
-VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-						    unsigned int gridDimY, unsigned int gridDimZ,
-						    unsigned int blockDimX, unsigned int blockDimY,
-						    unsigned int blockDimZ,
-						    unsigned int sharedMemBytes, CUstream hStream,
-						    void **kernelParams)
-{
-	return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			     sharedMemBytes, hStream, true, kernelParams, NULL,
+			     sharedMemBytes, hStream, ptds, kernelParams, NULL,
 			     VGPU_LAUNCH_COOPERATIVE);
 }
 
@@ -328,8 +307,8 @@ static CUresult attribute(struct launch *L, const CUlaunchAttribute *a)
 	}
 }
 
-static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **params,
-			  void **extra, bool ptds)
+CUresult vgpu_hand_cuLaunchKernelEx(bool ptds, const CUlaunchConfig *config, CUfunction f,
+				    void **params, void **extra)
 {
 	struct launch L = { .ptds = ptds, .params = params, .extra = extra };
 	CUresult rc = vgpu_initialized();
@@ -354,18 +333,6 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **par
 	return launch(f, &L);
 }
 
-VGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-				      void **kernelParams, void **extra)
-{
-	return launch_ex(config, f, kernelParams, extra, false);
-}
-
-VGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-					   void **kernelParams, void **extra)
-{
-	return launch_ex(config, f, kernelParams, extra, true);
-}
-
 /* ---- host functions ------------------------------------------------------- */
 
 static CUresult host_func(CUstream h, bool ptds, void (*fn)(void *), void *data)
@@ -386,7 +353,7 @@ static CUresult host_func(CUstream h, bool ptds, void (*fn)(void *), void *data)
 	return rc;
 }
 
-static CUresult launch_host_func(CUstream h, bool ptds, CUhostFn fn, void *data)
+CUresult vgpu_hand_cuLaunchHostFunc(bool ptds, CUstream h, CUhostFn fn, void *data)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -395,16 +362,6 @@ static CUresult launch_host_func(CUstream h, bool ptds, CUhostFn fn, void *data)
 	if (!fn)
 		return CUDA_ERROR_INVALID_VALUE;
 	return host_func(h, ptds, fn, data);
-}
-
-VGPU_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{
-	return launch_host_func(hStream, false, fn, userData);
-}
-
-VGPU_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{
-	return launch_host_func(hStream, true, fn, userData);
 }
 
 /* cuStreamAddCallback's callback also gets the stream and a status. */
@@ -422,8 +379,8 @@ static void run_stream_cb(void *arg)
 	c.fn(c.stream, CUDA_SUCCESS, c.data);
 }
 
-static CUresult add_callback(CUstream h, bool ptds, CUstreamCallback fn, void *data,
-			     unsigned int flags)
+CUresult vgpu_hand_cuStreamAddCallback(bool ptds, CUstream h, CUstreamCallback fn, void *data,
+				       unsigned int flags)
 {
 	struct stream_cb *c;
 	CUresult rc = vgpu_initialized();
@@ -440,16 +397,4 @@ static CUresult add_callback(CUstream h, bool ptds, CUstreamCallback fn, void *d
 	if (rc)
 		free(c);
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
-					 void *userData, unsigned int flags)
-{
-	return add_callback(hStream, false, callback, userData, flags);
-}
-
-VGPU_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
-					      void *userData, unsigned int flags)
-{
-	return add_callback(hStream, true, callback, userData, flags);
 }

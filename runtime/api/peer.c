@@ -10,16 +10,15 @@
  * of the link are none, as cuDeviceGetP2PAttribute answers 0 (device.c).
  */
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
 static CUresult peer_pair(CUcontext peer)
 {
 	struct vgpu_ctx *cur, *p;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&cur);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&cur);
 	if (rc)
 		return rc;
 	if (!peer)

@@ -27,8 +27,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "calls_hand_gen.h"
 #include "context.h"
 #include "dark_api.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 
@@ -83,6 +85,8 @@ uint64_t vgpu_ctx_uid(struct vgpu_ctx *c)
 
 /* ---- Primary contexts --------------------------------------------------- */
 
+/* Device @dev's primary context; before cuInit CUDA_ERROR_NOT_INITIALIZED
+ * (vgpu_device_info), so an entry point may open with it. */
 static CUresult primary_of(CUdevice dev, struct ctx_obj **out)
 {
 	const struct vgpu_device_info *d;
@@ -112,12 +116,10 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(pctx);
 
 	if (rc)
 		return rc;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
@@ -156,15 +158,12 @@ static CUresult release_result(CUresult rc, const char *what, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-static CUresult primary_release(CUdevice dev)
+CUresult vgpu_hand_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = primary_of(dev, &o);
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&prim_lock);
@@ -193,26 +192,13 @@ static CUresult primary_release(CUdevice dev)
 	return release_result(rc, "release", dev);
 }
 
-VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-	return primary_release(dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-	return primary_release(dev);
-}
-
-static CUresult primary_reset(CUdevice dev)
+CUresult vgpu_hand_cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	struct vgpu_cqe cqe;
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized(), rc2;
+	CUresult rc2, rc = primary_of(dev, &o);
 	int was;
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&prim_lock);
@@ -236,16 +222,6 @@ static CUresult primary_reset(CUdevice dev)
 	if (rc)
 		return rc;
 	return release_result(rc2, "reset", dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-	return primary_reset(dev);
-}
-
-VGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-	return primary_reset(dev);
 }
 
 bool vgpu_ctx_flags_valid(unsigned int flags)
@@ -273,11 +249,8 @@ static CUresult primary_apply_flags(struct ctx_obj *o, unsigned int flags)
 static CUresult primary_set_flags(CUdevice dev, unsigned int flags, bool only_inactive)
 {
 	struct ctx_obj *o;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = primary_of(dev, &o);
 
-	if (rc)
-		return rc;
-	rc = primary_of(dev, &o);
 	if (rc)
 		return rc;
 	if (!vgpu_ctx_flags_valid(flags))

@@ -9,17 +9,15 @@
  * initialized driver and a current context.
  */
 #include "driver.h"
-#include "handles.h"
-#include "init.h"
+#include "entry.h"
 
 #include <cudaProfiler.h>
 
 static CUresult in_context(void)
 {
 	struct vgpu_ctx *ctx;
-	CUresult rc = vgpu_initialized();
 
-	return rc ? rc : vgpu_ctx_current(&ctx);
+	return vgpu_enter_ctx(&ctx);
 }
 
 /* "Starting with CUDA 12.0, it always returns CUDA_ERROR_NOT_SUPPORTED"

@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -295,7 +297,7 @@ VGPU_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int
 	return create(phStream, flags, priority);
 }
 
-static CUresult destroy(CUstream h)
+CUresult vgpu_hand_cuStreamDestroy(CUstream h)
 {
 	struct stream *st = (struct stream *)h;
 	CUresult rc = vgpu_initialized();
@@ -308,16 +310,6 @@ static CUresult destroy(CUstream h)
 	return stream_free(st);
 }
 
-VGPU_EXPORT CUresult cuStreamDestroy(CUstream hStream)
-{
-	return destroy(hStream);
-}
-
-VGPU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-	return destroy(hStream);
-}
-
 /* Entry check plus lookup, for the getters below. */
 static CUresult get(CUstream h, bool ptds_default, struct stream **st, struct vgpu_ctx **ctx)
 {
@@ -326,7 +318,7 @@ static CUresult get(CUstream h, bool ptds_default, struct stream **st, struct vg
 	return rc ? rc : lookup(h, ptds_default, st, ctx);
 }
 
-static CUresult get_priority(CUstream h, bool ptds_default, int *priority)
+CUresult vgpu_hand_cuStreamGetPriority(bool ptds_default, CUstream h, int *priority)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -340,17 +332,7 @@ static CUresult get_priority(CUstream h, bool ptds_default, int *priority)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{
-	return get_priority(hStream, false, priority);
-}
-
-VGPU_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{
-	return get_priority(hStream, true, priority);
-}
-
-static CUresult get_flags(CUstream h, bool ptds_default, unsigned int *flags)
+CUresult vgpu_hand_cuStreamGetFlags(bool ptds_default, CUstream h, unsigned int *flags)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -364,17 +346,8 @@ static CUresult get_flags(CUstream h, bool ptds_default, unsigned int *flags)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-	return get_flags(hStream, false, flags);
-}
-
-VGPU_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-	return get_flags(hStream, true, flags);
-}
-
-static CUresult get_ctx(CUstream h, bool ptds_default, CUcontext *pctx, CUgreenCtx *pgreen)
+CUresult vgpu_hand_cuStreamGetCtx(bool ptds_default, CUstream h, CUcontext *pctx,
+				  CUgreenCtx *pgreen)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -416,26 +389,15 @@ VGPU_EXPORT CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
 
 VGPU_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
-	return get_ctx(hStream, false, pctx, NULL);
+	return vgpu_hand_cuStreamGetCtx(false, hStream, pctx, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
 {
-	return get_ctx(hStream, true, pctx, NULL);
+	return vgpu_hand_cuStreamGetCtx(true, hStream, pctx, NULL);
 }
 
-VGPU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
-{
-	return get_ctx(hStream, false, pCtx, pGreenCtx);
-}
-
-VGPU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
-					    CUgreenCtx *pGreenCtx)
-{
-	return get_ctx(hStream, true, pCtx, pGreenCtx);
-}
-
-static CUresult get_id(CUstream h, bool ptds_default, unsigned long long *id)
+CUresult vgpu_hand_cuStreamGetId(bool ptds_default, CUstream h, unsigned long long *id)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -449,17 +411,7 @@ static CUresult get_id(CUstream h, bool ptds_default, unsigned long long *id)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
-{
-	return get_id(hStream, false, streamId);
-}
-
-VGPU_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
-{
-	return get_id(hStream, true, streamId);
-}
-
-static CUresult get_device(CUstream h, bool ptds_default, CUdevice *dev)
+CUresult vgpu_hand_cuStreamGetDevice(bool ptds_default, CUstream h, CUdevice *dev)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
@@ -473,49 +425,28 @@ static CUresult get_device(CUstream h, bool ptds_default, CUdevice *dev)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
-{
-	return get_device(hStream, false, device);
-}
-
-VGPU_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
-{
-	return get_device(hStream, true, device);
-}
-
 /* STREAM_SYNCHRONIZE and STREAM_QUERY: synchronous, on sqe.stream. */
 static CUresult stream_call(uint16_t op, CUstream h, bool ptds_default)
 {
 	struct vgpu_ctx *ctx;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds_default, &ctx, &id);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
 	return rc ? rc : vgpu_call5(op, ctx->id, id, 0, 0, 0, 0, 0, NULL);
 }
 
-VGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
+CUresult vgpu_hand_cuStreamSynchronize(bool ptds, CUstream hStream)
 {
-	return stream_call(VGPU_OP_STREAM_SYNCHRONIZE, hStream, false);
+	return stream_call(VGPU_OP_STREAM_SYNCHRONIZE, hStream, ptds);
 }
 
-VGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+CUresult vgpu_hand_cuStreamQuery(bool ptds, CUstream hStream)
 {
-	return stream_call(VGPU_OP_STREAM_SYNCHRONIZE, hStream, true);
+	return stream_call(VGPU_OP_STREAM_QUERY, hStream, ptds);
 }
 
-VGPU_EXPORT CUresult cuStreamQuery(CUstream hStream)
-{
-	return stream_call(VGPU_OP_STREAM_QUERY, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-	return stream_call(VGPU_OP_STREAM_QUERY, hStream, true);
-}
-
-static CUresult wait_event(CUstream h, bool ptds_default, CUevent hEvent, unsigned int flags)
+CUresult vgpu_hand_cuStreamWaitEvent(bool ptds_default, CUstream h, CUevent hEvent,
+				     unsigned int flags)
 {
 	struct vgpu_event *ev;
 	struct vgpu_ctx *ctx;
@@ -531,14 +462,4 @@ static CUresult wait_event(CUstream h, bool ptds_default, CUevent hEvent, unsign
 		return rc;
 	rc = vgpu_stream_resolve(h, ptds_default, &ctx, &id);
 	return rc ? rc : vgpu_post5(VGPU_OP_STREAM_WAIT_EVENT, ctx->id, id, ev->id, flags, 0, 0, 0);
-}
-
-VGPU_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	return wait_event(hStream, false, hEvent, Flags);
-}
-
-VGPU_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	return wait_event(hStream, true, hEvent, Flags);
 }

@@ -13,6 +13,7 @@
 #include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
@@ -68,10 +69,8 @@ CUresult vgpu_hand_cuStreamGetAttribute(bool ptds, CUstream h, CUstreamAttrID id
 	CUstreamAttrValue v;
 	struct vgpu_ctx *ctx;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!out)

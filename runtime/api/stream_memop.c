@@ -19,6 +19,7 @@
  */
 #include "client.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
@@ -43,10 +44,8 @@ static CUresult word_op(uint16_t op, CUstream h, bool ptds, CUdeviceptr addr, ui
 	struct vgpu_req r = { .sqe = { .opcode = op } };
 	struct vgpu_ctx *ctx;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!addr || addr % size)
@@ -168,10 +167,8 @@ static CUresult batch(CUstream h, bool ptds, unsigned int count,
 	struct vgpu_ctx *ctx;
 	bool own = true;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	/* The driver checks the flags first, then takes an empty batch, its

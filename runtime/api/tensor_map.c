@@ -10,6 +10,7 @@
 
 #include "driver.h"
 #include "client.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
@@ -164,10 +165,8 @@ VGPU_EXPORT CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap,
 VGPU_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)
 {
 	struct vgpu_ctx *ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&ctx);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	/* No map: the driver (580) crashes, vgpu refuses. An unaligned one

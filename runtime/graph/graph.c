@@ -16,7 +16,9 @@
 #include <stdlib.h>
 
 #include "driver.h"	/* cuda.h as the driver sees it: before capture.h */
+#include "calls_hand_gen.h"
 #include "capture.h"
+#include "entry.h"
 #include "graph.h"
 #include "handles.h"
 #include "init.h"
@@ -69,15 +71,13 @@ static void graph_free(struct graph *g, enum vgpu_kind k)
 
 /* ---- capture ------------------------------------------------------------ */
 
-static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
+CUresult vgpu_hand_cuStreamBeginCapture(bool ptds, CUstream h, CUstreamCaptureMode mode)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if ((unsigned int)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -90,22 +90,12 @@ static CUresult begin_capture(CUstream h, bool ptds, CUstreamCaptureMode mode)
 
 VGPU_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
 {
-	return begin_capture(hStream, false, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	return vgpu_hand_cuStreamBeginCapture(false, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 VGPU_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
-	return begin_capture(hStream, true, CU_STREAM_CAPTURE_MODE_GLOBAL);
-}
-
-VGPU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, false, mode);
-}
-
-VGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, true, mode);
+	return vgpu_hand_cuStreamBeginCapture(true, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 /* Captures into a graph the program made: the graph ending each. */
@@ -150,19 +140,18 @@ static void into_drop(CUgraph g)
 	pthread_mutex_unlock(&into_lock);
 }
 
-static CUresult begin_capture_to(CUstream h, bool ptds, CUgraph hg, const CUgraphNode *deps,
-				 const CUgraphEdgeData *edges, size_t ndeps,
-				 CUstreamCaptureMode mode)
+CUresult vgpu_hand_cuStreamBeginCaptureToGraph(bool ptds, CUstream h, CUgraph hg,
+					       const CUgraphNode *deps,
+					       const CUgraphEdgeData *edges, size_t ndeps,
+					       CUstreamCaptureMode mode)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_BEGIN_CAPTURE_TO_GRAPH } };
 	struct vgpu_ctx *ctx;
 	struct graph *g;
 	struct into *e;
 	uint32_t sid, *ids = NULL;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (!rc)
 		rc = graph_resolve(hg, VGPU_GRAPH_MAGIC, &g);
 	if (rc)
@@ -205,36 +194,15 @@ static CUresult begin_capture_to(CUstream h, bool ptds, CUgraph hg, const CUgrap
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-						 const CUgraphNode *dependencies,
-						 const CUgraphEdgeData *dependencyData,
-						 size_t numDependencies, CUstreamCaptureMode mode)
-{
-	return begin_capture_to(hStream, false, hGraph, dependencies, dependencyData,
-				numDependencies, mode);
-}
-
-VGPU_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
-						      const CUgraphNode *dependencies,
-						      const CUgraphEdgeData *dependencyData,
-						      size_t numDependencies,
-						      CUstreamCaptureMode mode)
-{
-	return begin_capture_to(hStream, true, hGraph, dependencies, dependencyData,
-				numDependencies, mode);
-}
-
-static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
+CUresult vgpu_hand_cuStreamEndCapture(bool ptds, CUstream h, CUgraph *out)
 {
 	CUgraph into;
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	struct graph *g;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!out)
@@ -260,27 +228,15 @@ static CUresult end_capture(CUstream h, bool ptds, CUgraph *out)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-	return end_capture(hStream, false, phGraph);
-}
-
-VGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-	return end_capture(hStream, true, phGraph);
-}
-
-static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *status,
-			     cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
-			     const CUgraphEdgeData **edges, size_t *ndeps)
+CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream h, CUstreamCaptureStatus *status,
+					  cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+					  const CUgraphEdgeData **edges, size_t *ndeps)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe = { 0 };
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	if (!status)
@@ -295,28 +251,26 @@ static CUresult capture_info(CUstream h, bool ptds, CUstreamCaptureStatus *statu
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+CUresult vgpu_hand_cuStreamIsCapturing(bool ptds, CUstream hStream,
+				       CUstreamCaptureStatus *captureStatus)
 {
-	return capture_info(hStream, false, captureStatus, NULL, NULL, NULL, NULL, NULL);
-}
-
-VGPU_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
-					      CUstreamCaptureStatus *captureStatus)
-{
-	return capture_info(hStream, true, captureStatus, NULL, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(ptds, hStream, captureStatus, NULL, NULL, NULL,
+						NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
 					    cuuint64_t *id_out)
 {
-	return capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(false, hStream, captureStatus_out, id_out, NULL,
+						NULL, NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
 						 CUstreamCaptureStatus *captureStatus_out,
 						 cuuint64_t *id_out)
 {
-	return capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+	return vgpu_hand_cuStreamGetCaptureInfo(true, hStream, captureStatus_out, id_out, NULL,
+						NULL, NULL, NULL);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
@@ -325,8 +279,9 @@ VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
 					       const CUgraphNode **dependencies_out,
 					       size_t *numDependencies_out)
 {
-	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
-			    dependencies_out, NULL, numDependencies_out);
+	return vgpu_hand_cuStreamGetCaptureInfo(false, hStream, captureStatus_out, id_out,
+						graph_out, dependencies_out, NULL,
+						numDependencies_out);
 }
 
 VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
@@ -335,30 +290,8 @@ VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
 						    const CUgraphNode **dependencies_out,
 						    size_t *numDependencies_out)
 {
-	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
-			    dependencies_out, NULL, numDependencies_out);
-}
-
-VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
-					       CUstreamCaptureStatus *captureStatus_out,
-					       cuuint64_t *id_out, CUgraph *graph_out,
-					       const CUgraphNode **dependencies_out,
-					       const CUgraphEdgeData **edgeData_out,
-					       size_t *numDependencies_out)
-{
-	return capture_info(hStream, false, captureStatus_out, id_out, graph_out,
-			    dependencies_out, edgeData_out, numDependencies_out);
-}
-
-VGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
-						    CUstreamCaptureStatus *captureStatus_out,
-						    cuuint64_t *id_out, CUgraph *graph_out,
-						    const CUgraphNode **dependencies_out,
-						    const CUgraphEdgeData **edgeData_out,
-						    size_t *numDependencies_out)
-{
-	return capture_info(hStream, true, captureStatus_out, id_out, graph_out,
-			    dependencies_out, edgeData_out, numDependencies_out);
+	return vgpu_hand_cuStreamGetCaptureInfo(true, hStream, captureStatus_out, id_out, graph_out,
+						dependencies_out, NULL, numDependencies_out);
 }
 
 /* The calling thread's mode: what cudart swaps around calls that would be
@@ -386,10 +319,8 @@ VGPU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	struct graph *g;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&ctx);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	if (!phGraph || flags)
@@ -481,27 +412,14 @@ VGPU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgra
 }
 
 /* The old signature: an error node and a log, which stay empty. */
-static CUresult instantiate_logged(CUgraphExec *exec, CUgraph g, CUgraphNode *err_node,
-				   char *log, size_t log_size)
+CUresult vgpu_hand_cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode *err_node,
+				      char *log, size_t log_size)
 {
 	if (err_node)
 		*err_node = NULL;
 	if (log && log_size)
 		log[0] = 0;
 	return instantiate(exec, g, 0);
-}
-
-VGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
-					CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
-{
-	return instantiate_logged(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
-}
-
-VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
-					   CUgraphNode *phErrorNode, char *logBuffer,
-					   size_t bufferSize)
-{
-	return instantiate_logged(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
 
 static CUresult launch(CUgraphExec h, CUstream hs, bool ptds, uint16_t op)
@@ -520,8 +438,8 @@ static CUresult launch(CUgraphExec h, CUstream hs, bool ptds, uint16_t op)
 	return vgpu_post5(op, ctx->id, sid, e->id, 0, 0, 0, 0);
 }
 
-static CUresult instantiate_params(CUgraphExec *exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
-				   bool ptds)
+CUresult vgpu_hand_cuGraphInstantiateWithParams(bool ptds, CUgraphExec *exec, CUgraph g,
+						CUDA_GRAPH_INSTANTIATE_PARAMS *p)
 {
 	CUresult rc;
 
@@ -535,36 +453,14 @@ static CUresult instantiate_params(CUgraphExec *exec, CUgraph g, CUDA_GRAPH_INST
 	return rc;
 }
 
-VGPU_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-						  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+CUresult vgpu_hand_cuGraphLaunch(bool ptds, CUgraphExec hGraphExec, CUstream hStream)
 {
-	return instantiate_params(phGraphExec, hGraph, instantiateParams, false);
+	return launch(hGraphExec, hStream, ptds, VGPU_OP_GRAPH_LAUNCH);
 }
 
-VGPU_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-						       CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+CUresult vgpu_hand_cuGraphUpload(bool ptds, CUgraphExec hGraphExec, CUstream hStream)
 {
-	return instantiate_params(phGraphExec, hGraph, instantiateParams, true);
-}
-
-VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return launch(hGraphExec, hStream, false, VGPU_OP_GRAPH_LAUNCH);
-}
-
-VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return launch(hGraphExec, hStream, true, VGPU_OP_GRAPH_LAUNCH);
-}
-
-VGPU_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return launch(hGraphExec, hStream, false, VGPU_OP_GRAPH_UPLOAD);
-}
-
-VGPU_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return launch(hGraphExec, hStream, true, VGPU_OP_GRAPH_UPLOAD);
+	return launch(hGraphExec, hStream, ptds, VGPU_OP_GRAPH_UPLOAD);
 }
 
 static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)

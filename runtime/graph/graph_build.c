@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "entry.h"
 #include "graph.h"
 #include "init.h"
 #include "unsupported.h"
@@ -231,10 +232,8 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 	struct vgpu_node_params v = { 0 };
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_graph(g, &ctx, &gid);
 
-	if (!rc)
-		rc = vgpu_graph_lookup(g, &ctx, &gid);
 	if (rc)
 		return rc;
 	if (!p)
@@ -272,10 +271,8 @@ static CUresult set_generic(CUgraphExec exec, CUgraphNode h, CUgraphNodeParams *
 	CUgraphNodeType type;
 	CUgraph g;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_node(h, &g, &id, &type, &ctx);
 
-	if (!rc)
-		rc = vgpu_graph_node_lookup(h, &g, &id, &type, &ctx);
 	if (rc)
 		return rc;
 	if (!p || p->type != type)
@@ -350,10 +347,8 @@ VGPU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph 
 	struct vgpu_node_params v = { 0 };
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_graph(hGraph, &ctx, &gid);
 
-	if (!rc)
-		rc = vgpu_graph_lookup(hGraph, &ctx, &gid);
 	if (!rc)
 		rc = graph_desc(childGraph, &v, ctx);
 	return rc ? rc : add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &v);
@@ -448,10 +443,8 @@ VGPU_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, 
 	CUgraphNodeType type;
 	CUgraph g;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_node(hNode, &g, &id, &type, &ctx);
 
-	if (!rc)
-		rc = vgpu_graph_node_lookup(hNode, &g, &id, &type, &ctx);
 	if (!rc && !hGraphExec)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -573,10 +566,8 @@ VGPU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
 	CUgraphNodeType type;
 	CUgraph g;
 	uint32_t id;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_node(hNode, &g, &id, &type, &ctx);
 
-	if (!rc)
-		rc = vgpu_graph_node_lookup(hNode, &g, &id, &type, &ctx);
 	if (!rc)
 		rc = vgpu_call5(VGPU_OP_GRAPH_DESTROY_NODE, ctx->id, 0, id, 0, 0, 0, 0, &cqe);
 	if (!rc) {

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "entry.h"
 #include "graph.h"
 #include "init.h"
 #include "unsupported.h"
@@ -149,10 +150,8 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *count, bool roo
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
 	size_t n, want;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_graph(h, &ctx, &gid);
 
-	if (!rc)
-		rc = vgpu_graph_lookup(h, &ctx, &gid);
 	if (rc)
 		return rc;
 	if (!count)
@@ -538,10 +537,8 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 	struct node *n;
 	uint32_t gid, off;
 	uint8_t *buf;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_graph(g, &ctx, &gid);
 
-	if (!rc)
-		rc = vgpu_graph_lookup(g, &ctx, &gid);
 	if (rc)
 		return rc;
 	if (!out || !p || (ndeps && !deps) || ndeps > VGPU_MAX_GRAPH_NODES)
@@ -615,10 +612,8 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_DEPENDENCIES } };
 	struct vgpu_ctx *ctx;
 	uint32_t gid, *ids;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_graph(g, &ctx, &gid);
 
-	if (!rc)
-		rc = vgpu_graph_lookup(g, &ctx, &gid);
 	if (rc)
 		return rc;
 	if (!n)

@@ -23,6 +23,7 @@
  * The rest is synchronous for the host buffer, as CUDA makes pageable
  * async copies.
  */
+#include "calls_hand_gen.h"
 #include "memory.h"
 
 #include <pthread.h>
@@ -228,86 +229,46 @@ static CUresult memcpy_entry(enum dir d, uint64_t dst, uint64_t src, uint64_t n,
 
 #define HP(p) ((uint64_t)(uintptr_t)(p))
 
-VGPU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+CUresult vgpu_hand_cuMemcpyHtoD(bool ptds, CUdeviceptr dst, const void *src, size_t n)
 {
-	return memcpy_entry(HTOD, dst, HP(src), n, NULL, false, false);
+	return memcpy_entry(HTOD, dst, HP(src), n, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+CUresult vgpu_hand_cuMemcpyDtoH(bool ptds, void *dst, CUdeviceptr src, size_t n)
 {
-	return memcpy_entry(HTOD, dst, HP(src), n, NULL, true, false);
+	return memcpy_entry(DTOH, HP(dst), src, n, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+CUresult vgpu_hand_cuMemcpyDtoD(bool ptds, CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-	return memcpy_entry(DTOH, HP(dst), src, n, NULL, false, false);
+	return memcpy_entry(DTOD, dst, src, n, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+CUresult vgpu_hand_cuMemcpyHtoDAsync(bool ptds, CUdeviceptr dst, const void *src, size_t n,
+				     CUstream h)
 {
-	return memcpy_entry(DTOH, HP(dst), src, n, NULL, true, false);
+	return memcpy_entry(HTOD, dst, HP(src), n, h, ptds, true);
 }
 
-VGPU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult vgpu_hand_cuMemcpyDtoHAsync(bool ptds, void *dst, CUdeviceptr src, size_t n, CUstream h)
 {
-	return memcpy_entry(DTOD, dst, src, n, NULL, false, false);
+	return memcpy_entry(DTOH, HP(dst), src, n, h, ptds, true);
 }
 
-VGPU_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult vgpu_hand_cuMemcpyDtoDAsync(bool ptds, CUdeviceptr dst, CUdeviceptr src, size_t n,
+				     CUstream h)
 {
-	return memcpy_entry(DTOD, dst, src, n, NULL, true, false);
+	return memcpy_entry(DTOD, dst, src, n, h, ptds, true);
 }
 
-VGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+CUresult vgpu_hand_cuMemcpy(bool ptds, CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-	return memcpy_entry(HTOD, dst, HP(src), n, h, false, true);
+	return memcpy_entry(ANY, dst, src, n, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n,
-					       CUstream h)
+CUresult vgpu_hand_cuMemcpyAsync(bool ptds, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 {
-	return memcpy_entry(HTOD, dst, HP(src), n, h, true, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	return memcpy_entry(DTOH, HP(dst), src, n, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	return memcpy_entry(DTOH, HP(dst), src, n, h, true, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	return memcpy_entry(DTOD, dst, src, n, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
-					       CUstream h)
-{
-	return memcpy_entry(DTOD, dst, src, n, h, true, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{
-	return memcpy_entry(ANY, dst, src, n, NULL, false, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{
-	return memcpy_entry(ANY, dst, src, n, NULL, true, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	return memcpy_entry(ANY, dst, src, n, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	return memcpy_entry(ANY, dst, src, n, h, true, true);
+	return memcpy_entry(ANY, dst, src, n, h, ptds, true);
 }
 
 /* The 32-bit legacy forms. */
@@ -371,28 +332,16 @@ static CUresult peer_entry(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcon
 	return rc ? rc : memcpy_entry(DTOD, dst, src, n, h, ptds, async);
 }
 
-VGPU_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc,
-				  size_t n)
+CUresult vgpu_hand_cuMemcpyPeer(bool ptds, CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
+				CUcontext sc, size_t n)
 {
-	return peer_entry(dst, dc, src, sc, n, NULL, false, false);
+	return peer_entry(dst, dc, src, sc, n, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
-				       CUcontext sc, size_t n)
+CUresult vgpu_hand_cuMemcpyPeerAsync(bool ptds, CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
+				     CUcontext sc, size_t n, CUstream h)
 {
-	return peer_entry(dst, dc, src, sc, n, NULL, true, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
-				       CUcontext sc, size_t n, CUstream h)
-{
-	return peer_entry(dst, dc, src, sc, n, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
-					    CUcontext sc, size_t n, CUstream h)
-{
-	return peer_entry(dst, dc, src, sc, n, h, true, true);
+	return peer_entry(dst, dc, src, sc, n, h, ptds, true);
 }
 
 /* ---- pitched copies ---------------------------------------------------------- */
@@ -659,74 +608,39 @@ static CUresult memcpy3d_peer_entry(const CUDA_MEMCPY3D_PEER *p, CUstream h, boo
 	return run_3d(&d, &s, &sh, h, ptds, async);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+CUresult vgpu_hand_cuMemcpy2D(bool ptds, const CUDA_MEMCPY2D *p)
 {
-	return memcpy2d_entry(p, NULL, false, false);
+	return memcpy2d_entry(p, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+CUresult vgpu_hand_cuMemcpy2DUnaligned(bool ptds, const CUDA_MEMCPY2D *p)
 {
-	return memcpy2d_entry(p, NULL, true, false);
+	return memcpy2d_entry(p, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+CUresult vgpu_hand_cuMemcpy2DAsync(bool ptds, const CUDA_MEMCPY2D *p, CUstream h)
 {
-	return memcpy2d_entry(p, NULL, false, false);
+	return memcpy2d_entry(p, h, ptds, true);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+CUresult vgpu_hand_cuMemcpy3D(bool ptds, const CUDA_MEMCPY3D *p)
 {
-	return memcpy2d_entry(p, NULL, true, false);
+	return memcpy3d_entry(p, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
+CUresult vgpu_hand_cuMemcpy3DAsync(bool ptds, const CUDA_MEMCPY3D *p, CUstream h)
 {
-	return memcpy2d_entry(p, h, false, true);
+	return memcpy3d_entry(p, h, ptds, true);
 }
 
-VGPU_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
+CUresult vgpu_hand_cuMemcpy3DPeer(bool ptds, const CUDA_MEMCPY3D_PEER *p)
 {
-	return memcpy2d_entry(p, h, true, true);
+	return memcpy3d_peer_entry(p, NULL, ptds, false);
 }
 
-VGPU_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+CUresult vgpu_hand_cuMemcpy3DPeerAsync(bool ptds, const CUDA_MEMCPY3D_PEER *p, CUstream h)
 {
-	return memcpy3d_entry(p, NULL, false, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
-{
-	return memcpy3d_entry(p, NULL, true, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream h)
-{
-	return memcpy3d_entry(p, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream h)
-{
-	return memcpy3d_entry(p, h, true, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
-{
-	return memcpy3d_peer_entry(p, NULL, false, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
-{
-	return memcpy3d_peer_entry(p, NULL, true, false);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream h)
-{
-	return memcpy3d_peer_entry(p, h, false, true);
-}
-
-VGPU_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h)
-{
-	return memcpy3d_peer_entry(p, h, true, true);
+	return memcpy3d_peer_entry(p, h, ptds, true);
 }
 
 /* The 32-bit legacy descriptors, widened. */

@@ -11,6 +11,7 @@
  * /dev/vgpu, so registration only records the range; copies from it take
  * the pageable path and a request to map it for the device is refused.
  */
+#include "calls_hand_gen.h"
 #include "memory.h"
 
 #include <limits.h>
@@ -602,7 +603,7 @@ VGPU_EXPORT CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 #define HOSTREGISTER_FLAGS (CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | \
 			    CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY)
 
-VGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+CUresult vgpu_hand_cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
 	uint64_t a = (uintptr_t)p;
 	struct vgpu_session *s;
@@ -638,11 +639,6 @@ VGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int
 							  .flags = Flags, .ctx = ctx });
 	pthread_rwlock_unlock(&mem.lock);
 	return full ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
-{
-	return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
 VGPU_EXPORT CUresult cuMemHostUnregister(void *p)

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -19,7 +21,6 @@
 #include "unsupported.h"
 #include "vmm.h"
 #include "fdpass.h"
-
 
 /* Live allocations by address: sorted, small, searched in halves. */
 struct pool_alloc {
@@ -145,6 +146,14 @@ static CUresult pool_resolve(CUmemoryPool h, struct vgpu_pool **out)
 	return CUDA_SUCCESS;
 }
 
+/* An entry point's opening: cuInit, then the pool. */
+static CUresult pool_enter(CUmemoryPool h, struct vgpu_pool **out)
+{
+	CUresult rc = vgpu_initialized();
+
+	return rc ? rc : pool_resolve(h, out);
+}
+
 static struct vgpu_pool *current_pool(CUdevice dev)
 {
 	struct vgpu_pool *p;
@@ -214,37 +223,18 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct vgpu_pool *p
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+CUresult vgpu_hand_cuMemAllocAsync(bool ptds, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-	return alloc_async(dptr, bytesize, NULL, hStream, false);
+	return alloc_async(dptr, bytesize, NULL, hStream, ptds);
 }
 
-VGPU_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	return alloc_async(dptr, bytesize, NULL, hStream, true);
-}
-
-static CUresult alloc_from(CUdeviceptr *dptr, size_t bytes, CUmemoryPool h, CUstream st,
-			   bool ptds)
+CUresult vgpu_hand_cuMemAllocFromPoolAsync(bool ptds, CUdeviceptr *dptr, size_t bytes,
+					   CUmemoryPool h, CUstream st)
 {
 	struct vgpu_pool *pool;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &pool);
 
-	if (!rc)
-		rc = pool_resolve(h, &pool);
 	return rc ? rc : alloc_async(dptr, bytes, pool, st, ptds);
-}
-
-VGPU_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-					     CUmemoryPool pool, CUstream hStream)
-{
-	return alloc_from(dptr, bytesize, pool, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-						  CUmemoryPool pool, CUstream hStream)
-{
-	return alloc_from(dptr, bytesize, pool, hStream, true);
 }
 
 /*
@@ -252,7 +242,7 @@ VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byte
  * free then waits for the device, as cuMemFree's does). Anything else is
  * no allocation of this process: refused here, as the driver refuses it.
  */
-static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemFreeAsync(bool ptds, CUdeviceptr p, CUstream h)
 {
 	struct vgpu_session *s;
 	struct vgpu_mem_range r;
@@ -283,16 +273,6 @@ static CUresult free_async(CUdeviceptr p, CUstream h, bool ptds)
 		return CUDA_ERROR_INVALID_VALUE;
 	vgpu_mem_forget_device(p);
 	return vgpu_post5(VGPU_OP_MEM_FREE_ASYNC, ctx->id, sid, p, 0, 0, 0, 0);
-}
-
-VGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-	return free_async(dptr, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-	return free_async(dptr, hStream, true);
 }
 
 /* ---- pools ------------------------------------------------------------------------ */
@@ -354,10 +334,8 @@ VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool h)
 {
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && p->is_default)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -393,10 +371,8 @@ VGPU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool h, CUmemPool_attribute a
 	struct vgpu_pool *p;
 	uint32_t ctx;
 	uint64_t v;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !value)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -412,10 +388,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool h, CUmemPool_attribute a
 	struct vgpu_pool *p;
 	struct vgpu_cqe c = { 0 };
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !value)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -435,10 +409,8 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t minBytesToKeep)
 {
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc)
 		rc = some_ctx(&ctx);
 	return rc ? rc : vgpu_call5(VGPU_OP_POOL_TRIM, ctx, 0, p->id, minBytesToKeep, 0, 0, 0,
@@ -453,10 +425,8 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t minBytesToKeep)
 VGPU_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool h, const CUmemAccessDesc *map, size_t count)
 {
 	struct vgpu_pool *p;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !map && count)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; !rc && i < count; i++) {
@@ -478,10 +448,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool h
 {
 	struct vgpu_pool *p;
 	CUdevice dev;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (!rc && !flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
@@ -496,10 +464,8 @@ VGPU_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool h
 
 VGPU_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (!rc && !out)
-		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = device_ok(dev);
 	if (rc)
@@ -512,10 +478,8 @@ VGPU_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
 
 VGPU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (!rc && !out)
-		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = device_ok(dev);
 	if (!rc)
@@ -651,10 +615,8 @@ VGPU_EXPORT CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemory
 	uint64_t token;
 	uint32_t ctx;
 	int fd = -1;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
 	/* Only the handle types the pool was made with, and no flags; an
@@ -767,10 +729,8 @@ VGPU_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool h,
 	struct vgpu_ctx *cur = NULL;
 	struct vgpu_pool *p;
 	uint32_t ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = pool_enter(h, &p);
 
-	if (!rc)
-		rc = pool_resolve(h, &p);
 	if (rc)
 		return rc;
 	/* Pointers come from pools imported from another process. */

@@ -7,21 +7,21 @@
  * client's, so that the answer stays the driver's once managed memory
  * comes. Synchronous, since the driver answers at once.
  */
+#include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 
-static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
-			 CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemLocation loc,
+				      unsigned int flags, CUstream h)
 {
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe;
 	uint32_t sid;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
-	if (!rc)
-		rc = vgpu_stream_resolve(h, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
 	return vgpu_call5(VGPU_OP_MEM_PREFETCH, ctx->id, sid, p, n, (uint32_t)loc.type,
@@ -39,27 +39,15 @@ static CUmemLocation location_of(CUdevice dev)
 VGPU_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
 					CUstream hStream)
 {
-	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, false);
+	return vgpu_hand_cuMemPrefetchAsync(false, devPtr, count, location_of(dstDevice), 0,
+					    hStream);
 }
 
 VGPU_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
 					     CUdevice dstDevice, CUstream hStream)
 {
-	return prefetch(devPtr, count, location_of(dstDevice), 0, hStream, true);
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
-					   CUmemLocation location, unsigned int flags,
-					   CUstream hStream)
-{
-	return prefetch(devPtr, count, location, flags, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
-						CUmemLocation location, unsigned int flags,
-						CUstream hStream)
-{
-	return prefetch(devPtr, count, location, flags, hStream, true);
+	return vgpu_hand_cuMemPrefetchAsync(true, devPtr, count, location_of(dstDevice), 0,
+					    hStream);
 }
 
 /*
@@ -68,9 +56,9 @@ VGPU_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count
  * start at 0, rise, stay below count; no more locations than prefetches;
  * flags 0; not the legacy stream.
  */
-static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-			       CUmemLocation *locs, size_t *idxs, size_t nlocs,
-			       unsigned long long flags, CUstream h, bool ptds)
+CUresult vgpu_hand_cuMemPrefetchBatchAsync(bool ptds, CUdeviceptr *dptrs, size_t *sizes,
+					   size_t count, CUmemLocation *locs, size_t *idxs,
+					   size_t nlocs, unsigned long long flags, CUstream h)
 {
 	CUresult rc = vgpu_initialized();
 
@@ -86,25 +74,7 @@ static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count,
 	for (size_t i = 0, k = 0; i < count && !rc; i++) {
 		while (k + 1 < nlocs && idxs[k + 1] <= i)
 			k++;
-		rc = prefetch(dptrs[i], sizes[i], locs[k], 0, h, ptds);
+		rc = vgpu_hand_cuMemPrefetchAsync(ptds, dptrs[i], sizes[i], locs[k], 0, h);
 	}
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-					     CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
-					     size_t numPrefetchLocs, unsigned long long flags,
-					     CUstream hStream)
-{
-	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
-			      flags, hStream, false);
-}
-
-VGPU_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes,
-						  size_t count, CUmemLocation *prefetchLocs,
-						  size_t *prefetchLocIdxs, size_t numPrefetchLocs,
-						  unsigned long long flags, CUstream hStream)
-{
-	return prefetch_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs,
-			      flags, hStream, true);
 }

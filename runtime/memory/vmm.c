@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "fdpass.h"
 #include "init.h"
@@ -379,26 +380,14 @@ CUresult vgpu_fd_take(struct vgpu_session *s, uint64_t token, int *fd)
 
 /* ---- what vgpu cannot do yet ------------------------------------------------- */
 
-static CUresult map_array(void)
+/* Every variant lands here: there is no CUDA array to map. */
+CUresult vgpu_hand_cuMemMapArrayAsync(bool ptds, CUarrayMapInfo *mapInfoList, unsigned int count,
+				      CUstream hStream)
 {
+	(void)ptds;
+	(void)mapInfoList;
+	(void)count;
+	(void)hStream;
 	ENTER();
 	return vgpu_unsupported("cuMemMapArrayAsync (CUDA arrays do not exist in vgpu)");
-}
-
-VGPU_EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count,
-					CUstream hStream)
-{
-	(void)mapInfoList;
-	(void)count;
-	(void)hStream;
-	return map_array();
-}
-
-VGPU_EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count,
-					     CUstream hStream)
-{
-	(void)mapInfoList;
-	(void)count;
-	(void)hStream;
-	return map_array();
 }

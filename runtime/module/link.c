@@ -19,8 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
+#include "entry.h"
 #include "handles.h"
 #include "init.h"
 #include "jit_options.h"
@@ -102,15 +104,13 @@ static CUresult sort_options(struct link *l, unsigned n, CUjit_option *o, void *
 	return CUDA_SUCCESS;
 }
 
-static CUresult create(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
+CUresult vgpu_hand_cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
 {
 	struct link *l;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -122,18 +122,6 @@ static CUresult create(unsigned int n, CUjit_option *o, void **v, CUlinkState *o
 	l->magic = LINK_MAGIC;
 	*out = (CUlinkState)l;
 	return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options,
-				  void **optionValues, CUlinkState *stateOut)
-{
-	return create(numOptions, options, optionValues, stateOut);
-}
-
-VGPU_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options,
-				     void **optionValues, CUlinkState *stateOut)
-{
-	return create(numOptions, options, optionValues, stateOut);
 }
 
 /* Appends n bytes (and a NUL with @nul), padded to 8, to the inputs. */
@@ -202,23 +190,16 @@ static CUresult add(CUlinkState s, CUjitInputType type, const void *data, size_t
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
-				   const char *name, unsigned int numOptions, CUjit_option *options,
-				   void **optionValues)
-{
-	return add(state, type, data, size, name, numOptions, options, optionValues);
-}
-
-VGPU_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data,
-				      size_t size, const char *name, unsigned int numOptions,
-				      CUjit_option *options, void **optionValues)
+CUresult vgpu_hand_cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+				 const char *name, unsigned int numOptions, CUjit_option *options,
+				 void **optionValues)
 {
 	return add(state, type, data, size, name, numOptions, options, optionValues);
 }
 
 /* The file is read here: the program's rights, never the daemon's. */
-static CUresult add_file(CUlinkState s, CUjitInputType type, const char *path, unsigned int n,
-			 CUjit_option *o, void **v)
+CUresult vgpu_hand_cuLinkAddFile(CUlinkState s, CUjitInputType type, const char *path,
+				 unsigned int n, CUjit_option *o, void **v)
 {
 	struct stat st;
 	uint8_t *buf;
@@ -254,20 +235,6 @@ static CUresult add_file(CUlinkState s, CUjitInputType type, const char *path, u
 	rc = got ? add(s, type, buf, got, path, n, o, v) : CUDA_ERROR_FILE_NOT_FOUND;
 	free(buf);
 	return rc;
-}
-
-VGPU_EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
-				   unsigned int numOptions, CUjit_option *options,
-				   void **optionValues)
-{
-	return add_file(state, type, path, numOptions, options, optionValues);
-}
-
-VGPU_EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
-				      unsigned int numOptions, CUjit_option *options,
-				      void **optionValues)
-{
-	return add_file(state, type, path, numOptions, options, optionValues);
 }
 
 /* A log from the worker into the program's buffer, cut to its size. */
@@ -341,10 +308,8 @@ VGPU_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *
 	struct vgpu_ctx *ctx;
 	uint64_t bytes = 0;
 	void *cubin;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_ctx(&ctx);
 
-	if (!rc)
-		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	if (!l)

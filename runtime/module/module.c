@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "driver.h"
+#include "entry.h"
 #include "image.h"
 #include "init.h"
 #include "log.h"
@@ -290,16 +291,9 @@ static CUresult library_options(unsigned int n, CUlibraryOption *opt, void **val
 }
 /* ---- module and library entry points -------------------------------------- */
 
-static CUresult load_prologue(void *out)
-{
-	CUresult rc = vgpu_initialized();
-
-	return rc ? rc : out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
 VGPU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-	CUresult rc = load_prologue(module);
+	CUresult rc = vgpu_enter_nonnull(module);
 
 	return rc ? rc : load_image(image, false, (struct module **)module);
 }
@@ -308,7 +302,7 @@ VGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 					unsigned int numOptions, CUjit_option *options,
 					void **optionValues)
 {
-	CUresult rc = load_prologue(module);
+	CUresult rc = vgpu_enter_nonnull(module);
 
 	if (!rc)
 		rc = jit_options(numOptions, options, optionValues);
@@ -317,14 +311,14 @@ VGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 
 VGPU_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-	CUresult rc = load_prologue(module);
+	CUresult rc = vgpu_enter_nonnull(module);
 
 	return rc ? rc : load_image(fatCubin, false, (struct module **)module);
 }
 
 VGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
-	CUresult rc = load_prologue(module);
+	CUresult rc = vgpu_enter_nonnull(module);
 
 	return rc ? rc : load_file(fname, false, (struct module **)module);
 }
@@ -349,12 +343,10 @@ VGPU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 VGPU_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
 	const char *env = getenv("CUDA_MODULE_LOADING");
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(mode);
 
 	if (rc)
 		return rc;
-	if (!mode)
-		return CUDA_ERROR_INVALID_VALUE;
 	*mode = env && !strcmp(env, "EAGER") ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
 	return CUDA_SUCCESS;
 }
@@ -364,7 +356,7 @@ VGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 				       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
 				       void **libraryOptionValues, unsigned int numLibraryOptions)
 {
-	CUresult rc = load_prologue(library);
+	CUresult rc = vgpu_enter_nonnull(library);
 
 	if (!rc)
 		rc = jit_options(numJitOptions, jitOptions, jitOptionsValues);
@@ -380,7 +372,7 @@ VGPU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileN
 					   void **libraryOptionValues,
 					   unsigned int numLibraryOptions)
 {
-	CUresult rc = load_prologue(library);
+	CUresult rc = vgpu_enter_nonnull(library);
 
 	if (!rc)
 		rc = jit_options(numJitOptions, jitOptions, jitOptionsValues);

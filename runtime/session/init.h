@@ -9,8 +9,9 @@
  *		return rc;
  *
  * which answers CUDA_ERROR_NOT_INITIALIZED until cuInit has succeeded, as
- * the driver does. Once it returns CUDA_SUCCESS, vgpu_session_peek() is
- * never NULL.
+ * the driver does (entry.h joins it with the first check or handle most
+ * entry points make next). Once it returns CUDA_SUCCESS, vgpu_session_peek()
+ * is never NULL.
  */
 #ifndef VGPU_RUNTIME_INIT_H
 #define VGPU_RUNTIME_INIT_H

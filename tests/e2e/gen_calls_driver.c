@@ -5,8 +5,11 @@
  * the driver per function, then cuLaunch, cuLaunchGrid, cuLaunchGridAsync),
  * graph nodes disabled and enabled in an instance, a memset node's
  * parameters read back, the instance's flags, texture references made,
- * set, read back and destroyed, and the context and device queries. The GPU suite compares this output with the native run's. The
- * host backend emulates none of them: the program says so and is skipped.
+ * set, read back and destroyed, the context limits, and the context and
+ * device queries. The GPU suite compares this output with the native run's.
+ * On the host backend, which emulates the limits and texture references but
+ * not the rest, a part whose first call answers NOT_SUPPORTED says so on
+ * stderr and is left out (the backend logs which call).
  */
 #include <stdint.h>
 #include <string.h>
@@ -223,6 +226,20 @@ static int hold(const char *go)
 	return ok ? 0 : 1;
 }
 
+/* The context limits: kept by the driver, read back as set. */
+static void limits(void)
+{
+	size_t old = 0, v = 0;
+
+	EXPECT_OK(cuCtxGetLimit(&old, CU_LIMIT_STACK_SIZE), "cuCtxGetLimit (the stack size)");
+	EXPECT_OK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096), "cuCtxSetLimit (the stack size)");
+	EXPECT_OK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE), "cuCtxGetLimit (again)");
+	expect(v == 4096, "the stack size reads back as set", CUDA_SUCCESS);
+	EXPECT_RC(cuCtxGetLimit(NULL, CU_LIMIT_STACK_SIZE), CUDA_ERROR_INVALID_VALUE,
+		  "cuCtxGetLimit without an output");
+	EXPECT_OK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, old), "cuCtxSetLimit (the old stack size)");
+}
+
 int main(int argc, char **argv)
 {
 	CUdevice dev;
@@ -239,6 +256,7 @@ int main(int argc, char **argv)
 	MUST(cuDeviceGet(&dev, 0));
 	MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
 	MUST(cuCtxSetCurrent(ctx));
+	limits();
 	rc = cuCtxResetPersistingL2Cache();
 	if (!unsupported(rc, "cuCtxResetPersistingL2Cache"))
 		expect(rc == CUDA_SUCCESS, "cuCtxResetPersistingL2Cache", rc);

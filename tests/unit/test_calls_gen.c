@@ -1245,6 +1245,54 @@ static void test_cuGraphKernelNodeCopyAttributes(struct fwd_test_env *env)
 	FWD_EXPECT(fwd_test_reached == 0);
 }
 
+/* cuCtxSetLimit */
+static CUresult check_cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	fwd_test_reached++;
+	FWD_EXPECT(fwd_test_same(&limit, sizeof(limit), 1));
+	FWD_EXPECT(fwd_test_same(&value, sizeof(value), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuCtxSetLimit(struct fwd_test_env *env)
+{
+	CUlimit v1;
+	fwd_test_fill(&v1, sizeof(v1), 1);
+	size_t v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuCtxSetLimit = check_cuCtxSetLimit;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuCtxSetLimit(v1, v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+}
+
+/* cuCtxGetLimit */
+static CUresult check_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pvalue, sizeof(*pvalue), 1 + 100);
+	FWD_EXPECT(fwd_test_same(&limit, sizeof(limit), 2));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuCtxGetLimit(struct fwd_test_env *env)
+{
+	size_t v1;
+	memset(&v1, 0, sizeof(v1));
+	CUlimit v2;
+	fwd_test_fill(&v2, sizeof(v2), 2);
+
+	env->backend->cuCtxGetLimit = check_cuCtxGetLimit;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuCtxGetLimit(&v1, v2) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuCtxGetLimit(NULL, v2) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
 static const struct fwd_test_case cases[] = {
 	{ "cuCtxGetExecAffinity", test_cuCtxGetExecAffinity },
 	{ "cuCtxResetPersistingL2Cache", test_cuCtxResetPersistingL2Cache },
@@ -1293,6 +1341,8 @@ static const struct fwd_test_case cases[] = {
 	{ "cuCoredumpGetAttribute", test_cuCoredumpGetAttribute },
 	{ "cuCoredumpGetAttributeGlobal", test_cuCoredumpGetAttributeGlobal },
 	{ "cuGraphKernelNodeCopyAttributes", test_cuGraphKernelNodeCopyAttributes },
+	{ "cuCtxSetLimit", test_cuCtxSetLimit },
+	{ "cuCtxGetLimit", test_cuCtxGetLimit },
 };
 
 int main(void)

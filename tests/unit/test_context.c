@@ -12,6 +12,7 @@
  *     runtime/api/context.c runtime/api/primary_ctx.c runtime/api/ctx_config.c \
  *     runtime/session/ids.c common/log.c -lpthread -o test_context
  */
+#include "calls_hand_gen.h"
 #include "client.h"
 #include "dark_api.h"
 #include "handles.h"
@@ -22,6 +23,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* These calls are written once, as vgpu_hand_NAME; their exported ABI
+ * variants are generated (calls_hand_gen.c, not linked here). */
+#define cuCtxDestroy(c) vgpu_hand_cuCtxDestroy(c)
+#define cuCtxDestroy_v2(c) vgpu_hand_cuCtxDestroy(c)
+#define cuCtxPopCurrent(p) vgpu_hand_cuCtxPopCurrent(p)
+#define cuCtxPopCurrent_v2(p) vgpu_hand_cuCtxPopCurrent(p)
+#define cuCtxPushCurrent(c) vgpu_hand_cuCtxPushCurrent(c)
+#define cuCtxPushCurrent_v2(c) vgpu_hand_cuCtxPushCurrent(c)
+#define cuDeviceGetUuid(u, d) vgpu_hand_cuDeviceGetUuid(u, d)
+#define cuDeviceGetUuid_v2(u, d) vgpu_hand_cuDeviceGetUuid(u, d)
+#define cuDevicePrimaryCtxRelease(d) vgpu_hand_cuDevicePrimaryCtxRelease(d)
+#define cuDevicePrimaryCtxRelease_v2(d) vgpu_hand_cuDevicePrimaryCtxRelease(d)
+#define cuDevicePrimaryCtxReset(d) vgpu_hand_cuDevicePrimaryCtxReset(d)
+#define cuDevicePrimaryCtxReset_v2(d) vgpu_hand_cuDevicePrimaryCtxReset(d)
 
 static int failures;
 
@@ -48,7 +64,6 @@ static int wmap[WMAX];		/* 0 none, 1 created, 2 primary */
 static int wprimary_refs[NDEV];
 static int nops[VGPU_OP_MAX];
 static struct vgpu_sqe last;
-static size_t limit_value = 1024;
 
 CUresult vgpu_session(struct vgpu_session **out)
 {
@@ -124,18 +139,6 @@ CUresult vgpu_call5(uint16_t op, uint32_t ctx, uint32_t stream, uint64_t a0, uin
 	case VGPU_OP_CTX_SET_CACHE_CONFIG:
 	case VGPU_OP_CTX_SET_SHMEM_CONFIG:
 		rc = ctx < WMAX && wmap[ctx] ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-		break;
-	case VGPU_OP_CTX_SET_LIMIT:
-		if (ctx >= WMAX || !wmap[ctx])
-			rc = CUDA_ERROR_INVALID_CONTEXT;
-		else
-			limit_value = a1;
-		break;
-	case VGPU_OP_CTX_GET_LIMIT:
-		if (ctx >= WMAX || !wmap[ctx])
-			rc = CUDA_ERROR_INVALID_CONTEXT;
-		else
-			out->val[0] = limit_value;
 		break;
 	default:
 		rc = CUDA_ERROR_NOT_SUPPORTED;
@@ -324,7 +327,6 @@ static void test_primary(void)
 
 		CHECK(cuCtxSynchronize() == CUDA_ERROR_CONTEXT_IS_DESTROYED);
 		CHECK(cuCtxSynchronize_v2(h) == CUDA_ERROR_CONTEXT_IS_DESTROYED);
-		CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1) == CUDA_ERROR_CONTEXT_IS_DESTROYED);
 		CHECK(vgpu_ctx_current(&vc) == CUDA_ERROR_CONTEXT_IS_DESTROYED);
 		CHECK(vgpu_ctx_resolve(h, &vc) == CUDA_ERROR_CONTEXT_IS_DESTROYED);
 		CHECK(ops(VGPU_OP_CTX_SYNCHRONIZE) == syncs);
@@ -352,17 +354,12 @@ static void test_primary(void)
 	CHECK(cuCtxGetFlags(&flags) == CUDA_SUCCESS && flags == CU_CTX_SCHED_BLOCKING_SYNC);
 	CHECK(cuDevicePrimaryCtxSetFlags_v2(0, 0) == CUDA_SUCCESS);
 
-	/* Limits, cache config, priorities. */
+	/* Cache config, priorities (the limits are generated: test_calls_gen). */
 	{
-		size_t v = 0;
 		int lo = 1, hi = 1;
 		CUfunc_cache cc;
 		CUsharedconfig sc;
 
-		CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096) == CUDA_SUCCESS);
-		CHECK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS && v == 4096);
-		CHECK(cuCtxSetLimit(CU_LIMIT_MAX, 1) == CUDA_ERROR_INVALID_VALUE);
-		CHECK(cuCtxGetLimit(NULL, CU_LIMIT_STACK_SIZE) == CUDA_ERROR_INVALID_VALUE);
 		CHECK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1) == CUDA_SUCCESS);
 		CHECK(cuCtxGetCacheConfig(&cc) == CUDA_SUCCESS && cc == CU_FUNC_CACHE_PREFER_L1);
 		CHECK(cuCtxSetCacheConfig((CUfunc_cache)9) == CUDA_ERROR_INVALID_VALUE);

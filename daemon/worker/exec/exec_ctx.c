@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Contexts, limits and device-wide queries. */
+/* Contexts and device-wide queries (the context limits are generated: exec_gen.c). */
 #include "log.h"
 #include "worker.h"
 
@@ -152,22 +152,6 @@ static enum op_status op_ctx_synchronize(struct worker *w, struct op_call *call)
 	return OP_LATER;
 }
 
-static enum op_status op_set_limit(struct worker *w, struct op_call *call)
-{
-	call->cqe->result = w->B.cuCtxSetLimit((CUlimit)call->sqe->arg[0],
-					       (size_t)call->sqe->arg[1]);
-	return OP_DONE;
-}
-
-static enum op_status op_get_limit(struct worker *w, struct op_call *call)
-{
-	size_t v = 0;
-
-	call->cqe->result = w->B.cuCtxGetLimit(&v, (CUlimit)call->sqe->arg[0]);
-	call->cqe->val[0] = v;
-	return OP_DONE;
-}
-
 static enum op_status op_cache_config(struct worker *w, struct op_call *call)
 {
 	call->cqe->result = w->B.cuCtxSetCacheConfig((CUfunc_cache)call->sqe->arg[0]);
@@ -203,8 +187,6 @@ const struct op_desc exec_ctx_ops[] = {
 	OP(CTX_CREATE, OPF_NO_FOLD, op_ctx_create),
 	OP(CTX_DESTROY, OPF_NO_FOLD, op_ctx_destroy),
 	OP(CTX_SYNCHRONIZE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_ctx_synchronize),
-	OP(CTX_SET_LIMIT, OPF_NEEDS_CTX, op_set_limit),
-	OP(CTX_GET_LIMIT, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get_limit),
 	OP(CTX_SET_CACHE_CONFIG, OPF_NEEDS_CTX, op_cache_config),
 	OP(CTX_SET_SHMEM_CONFIG, OPF_NEEDS_CTX, op_shmem_config),
 	OP(MEM_GET_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_mem_get_info),

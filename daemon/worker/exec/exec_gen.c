@@ -974,6 +974,38 @@ static enum op_status gen_cuGraphKernelNodeCopyAttributes(struct worker *w, stru
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
+static enum op_status gen_cuCtxSetLimit(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuCtxSetLimit in_;
+	struct vgpu_res_cuCtxSetLimit out_;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuCtxSetLimit(in_.limit, in_.value);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
+static enum op_status gen_cuCtxGetLimit(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuCtxGetLimit in_;
+	struct vgpu_res_cuCtxGetLimit out_;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuCtxGetLimit(&out_.pvalue, in_.limit);
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
 const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCtxGetExecAffinity, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxGetExecAffinity),
 	OP(GEN_cuCtxResetPersistingL2Cache, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxResetPersistingL2Cache),
@@ -1022,5 +1054,7 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCoredumpGetAttribute, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCoredumpGetAttribute),
 	OP(GEN_cuCoredumpGetAttributeGlobal, OPF_SYNC_ONLY, gen_cuCoredumpGetAttributeGlobal),
 	OP(GEN_cuGraphKernelNodeCopyAttributes, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuGraphKernelNodeCopyAttributes),
+	OP(GEN_cuCtxSetLimit, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxSetLimit),
+	OP(GEN_cuCtxGetLimit, OPF_NEEDS_CTX | OPF_SYNC_ONLY, gen_cuCtxGetLimit),
 	{ 0 },
 };
