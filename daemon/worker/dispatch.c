@@ -152,6 +152,8 @@ void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *pa
 	call.payload = payload;
 	call.len = len;
 	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
+	if (!(d->flags & OPF_NO_PRINT))
+		worker_may_print(w);
 	if (d->fn(w, &call) == OP_LATER)
 		return;
 	if (c.result)

@@ -145,6 +145,24 @@ static void flush_prints(struct worker *w)
 	drain_prints(w);
 }
 
+/*
+ * Whether an answer must drain the print pipe first. The driver prints only
+ * at CUDA's documented flush points, in the thread making that call: on the
+ * ring thread, those entries set print_dirty (dispatch_taken), so a run of
+ * polled queries (cuStreamQuery) costs no read(2) on the pipe per answer.
+ * Answers from other threads (the waiter's synchronizations, the driver's
+ * callback thread, which flushes before a host callback) always drain, and
+ * mark the ring thread's next answer to drain too.
+ */
+static bool must_drain(struct worker *w, const struct vgpu_cqe *cqe)
+{
+	if (!ring_thread) {
+		worker_may_print(w);
+		return cqe->tag;
+	}
+	return cqe->tag && __atomic_exchange_n(&w->print_dirty, 0, __ATOMIC_RELAXED);
+}
+
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)
 {
 	CUresult rc;
@@ -510,7 +528,7 @@ void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 {
 	unsigned int us = CQ_WAIT_MIN_US;
 
-	if (cqe->tag)
+	if (must_drain(w, cqe))
 		flush_prints(w);
 	pthread_mutex_lock(&w->cq_lock);
 	/* The CQ has room for every tag twice over; a full CQ means the
@@ -692,12 +710,16 @@ void worker_order_stalled(struct worker *w, const char *what)
 static void orders(struct worker *w)
 {
 	order_seen_ns = 0;	/* between entries an order is taken at once */
-	if (w->ckpt_job)
+	if (w->ckpt_job) {
+		worker_may_print(w);	/* it synchronizes and launches */
 		worker_checkpoint_poll(w);
-	else if (w->move_job)
+	} else if (w->move_job) {
+		worker_may_print(w);
 		worker_migrate_poll(w);
-	else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE))
+	} else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE)) {
+		worker_may_print(w);
 		take_order(w, NULL);
+	}
 }
 
 void worker_print_to(struct worker *w, int fd)
@@ -769,6 +791,7 @@ int worker_loop(struct worker *w)
 	unsigned int batch = 0;
 
 	ring_thread = true;
+	worker_may_print(w);	/* a session taken up drains before its first answer */
 	while (!read_once(&w->dead) && !w->moved) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);

@@ -195,7 +195,7 @@ static enum op_status op_mem_get_info(struct worker *w, struct op_call *call)
 }
 
 const struct op_desc exec_ctx_ops[] = {
-	OP(NOP, 0, op_nop),
+	OP(NOP, OPF_NO_PRINT, op_nop),
 	OP(PRIMARY_RETAIN, OPF_NO_FOLD, op_primary_retain),
 	OP(PRIMARY_RELEASE, OPF_NO_FOLD, op_primary_release),
 	OP(PRIMARY_SET_FLAGS, OPF_NO_FOLD, op_primary_set_flags),
@@ -204,9 +204,9 @@ const struct op_desc exec_ctx_ops[] = {
 	OP(CTX_DESTROY, OPF_NO_FOLD, op_ctx_destroy),
 	OP(CTX_SYNCHRONIZE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_ctx_synchronize),
 	OP(CTX_SET_LIMIT, OPF_NEEDS_CTX, op_set_limit),
-	OP(CTX_GET_LIMIT, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get_limit),
+	OP(CTX_GET_LIMIT, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, op_get_limit),
 	OP(CTX_SET_CACHE_CONFIG, OPF_NEEDS_CTX, op_cache_config),
 	OP(CTX_SET_SHMEM_CONFIG, OPF_NEEDS_CTX, op_shmem_config),
-	OP(MEM_GET_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_mem_get_info),
+	OP(MEM_GET_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, op_mem_get_info),
 	{ 0 },
 };
