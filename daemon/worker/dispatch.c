@@ -129,6 +129,7 @@ void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *pa
 	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
 	struct op_call call = { .sqe = sqe, .cqe = &c };
 
+	w->answering_query = d && (d->flags & OPF_NO_PRINT);
 	if (len < 0) {
 		vlog_warn("op %u: payload outside the payload ring", sqe->opcode);
 		c.result = CUDA_ERROR_INVALID_VALUE;

@@ -146,13 +146,24 @@ static void flush_prints(struct worker *w)
 }
 
 /*
- * Whether an answer must drain the print pipe first. The driver prints only
- * at CUDA's documented flush points, in the thread making that call: on the
- * ring thread, those entries set print_dirty (dispatch_taken), so a run of
- * polled queries (cuStreamQuery) costs no read(2) on the pipe per answer.
- * Answers from other threads (the waiter's synchronizations, the driver's
- * callback thread, which flushes before a host callback) always drain, and
- * mark the ring thread's next answer to drain too.
+ * Whether an answer must drain the print pipe first. The driver prints at
+ * CUDA's flush points, in the thread making that call; on the ring thread
+ * every entry but a polled query (OPF_NO_PRINT) sets print_dirty
+ * (dispatch_taken), and the next answer drains. A query's answer drains
+ * while print_dirty is set and leaves it set: the work queued before it may
+ * still be running, and the call that sees it finish may print (the driver
+ * flushes when a query finds the work done: reply_after_stream synchronizes
+ * with cuStreamQuery, and the GPU suite's printf test sees its output in
+ * order). Only the answer of another entry (a synchronization, say) clears
+ * it. So a program polling an idle stream costs no read(2) on the pipe per
+ * answer, and one polling until its kernel is done still sees that kernel's
+ * printf first. Not covered: a kernel still running on another stream when
+ * a synchronization's answer cleared the flag, whose output a later query
+ * flushes; the relay thread forwards it microseconds after that answer
+ * rather than before. Answers
+ * from other threads (the waiter's synchronizations, the driver's callback
+ * thread, which flushes before a host callback) always drain, and mark the
+ * ring thread's next answer to drain too.
  */
 static bool must_drain(struct worker *w, const struct vgpu_cqe *cqe)
 {
@@ -160,7 +171,11 @@ static bool must_drain(struct worker *w, const struct vgpu_cqe *cqe)
 		worker_may_print(w);
 		return cqe->tag;
 	}
-	return cqe->tag && __atomic_exchange_n(&w->print_dirty, 0, __ATOMIC_RELAXED);
+	if (!cqe->tag || !__atomic_exchange_n(&w->print_dirty, 0, __ATOMIC_RELAXED))
+		return false;
+	if (w->answering_query)
+		worker_may_print(w);
+	return true;
 }
 
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)

@@ -83,6 +83,8 @@ struct worker {
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
 	uint32_t print_dirty;		/* the driver may have printed since the
 					 * ring thread's last drain (atomic) */
+	bool answering_query;		/* ring thread: the entry in hand is
+					 * OPF_NO_PRINT */
 	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
 	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
 	struct move_job *move_job;	/* a move waiting for its file */
@@ -124,10 +126,11 @@ struct op_desc {
 #define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
 #define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */
 #define OPF_NO_FOLD	(1u << 2)	/* its answer is about itself alone */
-/* Never makes the driver print: not one of the points at which CUDA flushes
- * device printf (launches, synchronizations, blocking copies, module loads
- * and unloads, context destruction, before host callbacks), so its answer
- * needs no drain of the print pipe first. Polled queries carry it. */
+/* A polled query, not one of the points at which CUDA flushes device printf
+ * (launches, synchronizations, blocking copies, module loads and unloads,
+ * context destruction, before host callbacks): its answer drains the print
+ * pipe only while work queued since the last other answer may still print
+ * (see must_drain in worker.c). */
 #define OPF_NO_PRINT	(1u << 3)
 
 #define OP(code, f, fn) { VGPU_OP_##code, (f), fn, #code }
