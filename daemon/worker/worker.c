@@ -828,6 +828,7 @@ int worker_loop(struct worker *w)
 		if (!spin_start)
 			spin_start = vgpu_now_ns();
 		if (vgpu_now_ns() - spin_start < SPIN_NS) {
+			worker_sq_prefetch(&w->ring);
 			cpu_relax();
 			continue;
 		}
