@@ -255,6 +255,9 @@ void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
 void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);
 /* Replies once @stream's work so far is done (an event does the waiting). */
 enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s);
+/* cuStreamQuery(@s) until it is not CUDA_ERROR_NOT_READY, for a few tens of
+ * microseconds at most: its last answer. */
+CUresult waiter_poll(struct worker *w, CUstream s);
 
 /* exec_vmm.c: the client's virtual memory API. */
 extern const struct op_desc exec_vmm_ops[];

@@ -139,7 +139,9 @@ static enum op_status op_ctx_destroy(struct worker *w, struct op_call *call)
 
 static enum op_status op_ctx_synchronize(struct worker *w, struct op_call *call)
 {
-	CUresult rc = w->B.cuStreamQuery(NULL);
+	/* The legacy stream's tail is often a few kernels: a waiter thread
+	 * woken for it would answer later than a few polls do. */
+	CUresult rc = waiter_poll(w, NULL);
 
 	pools_sync_point(w);
 	/* Nothing queued anywhere answers at once; otherwise wait off-ring. */
