@@ -147,7 +147,7 @@ static void flush_prints(struct worker *w)
 
 /*
  * Whether an answer must drain the print pipe first. The driver prints at
- * CUDA's flush points, in the thread making that call; on the ring thread
+ * CUDA's flush points, in the thread making that call. On the ring thread
  * every entry but a polled query (OPF_NO_PRINT) sets print_dirty
  * (dispatch_taken), and the next answer drains. A query's answer drains
  * while print_dirty is set and leaves it set: the work queued before it may
@@ -160,15 +160,18 @@ static void flush_prints(struct worker *w)
  * printf first. Not covered: a kernel still running on another stream when
  * a synchronization's answer cleared the flag, whose output a later query
  * flushes; the relay thread forwards it microseconds after that answer
- * rather than before. Answers
- * from other threads (the waiter's synchronizations, the driver's callback
- * thread, which flushes before a host callback) always drain, and mark the
- * ring thread's next answer to drain too.
+ * rather than before it.
+ *
+ * Other threads: the waiter's answers (synchronizations) always drain; the
+ * driver's callback thread, which flushes before a host callback, asks for
+ * the callback with a tag 0 entry and marks the ring thread's next answer
+ * to drain.
  */
 static bool must_drain(struct worker *w, const struct vgpu_cqe *cqe)
 {
 	if (!ring_thread) {
-		worker_may_print(w);
+		if (!cqe->tag)
+			worker_may_print(w);
 		return cqe->tag;
 	}
 	if (!cqe->tag || !__atomic_exchange_n(&w->print_dirty, 0, __ATOMIC_RELAXED))
