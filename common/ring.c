@@ -226,7 +226,7 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
 
 bool client_cq_empty(struct vgpu_ring *r)
 {
-	return load_acquire(r->cq_tail) == r->cq_local;
+	return load_acquire(r->cq_tail) == read_once(&r->cq_local);
 }
 
 int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms)
@@ -240,6 +240,15 @@ int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms)
 	return ret == -ETIMEDOUT || ret == -ESHUTDOWN ? ret : 0;
 }
 
+/* Waiters spin here while another thread may reap: cq_local is read and
+ * written with single-copy atomicity (read_once, write_once). Loading the
+ * next entry while waiting for the tail makes its miss overlap the tail's
+ * instead of following it; the entry is read again after the tail. */
+void client_cq_prefetch(struct vgpu_ring *r)
+{
+	__builtin_prefetch(&r->cq[read_once(&r->cq_local) & (r->cq_entries - 1)], 0, 3);
+}
+
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
 {
 	uint32_t tail = load_acquire(r->cq_tail);	/* B, matches A */
@@ -247,7 +256,8 @@ bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
 	if (tail == r->cq_local)
 		return false;
 	*out = r->cq[r->cq_local & (r->cq_entries - 1)];
-	store_release(r->cq_head, ++r->cq_local);	/* C, matches D */
+	write_once(&r->cq_local, r->cq_local + 1);
+	store_release(r->cq_head, r->cq_local);	/* C, matches D */
 	return true;
 }
 
@@ -265,6 +275,12 @@ int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms)
 	if (r->kmod)
 		return vgpu_kmod_poll(r->kmod, sock, ctl, timeout_ms);
 	return vgpu_bell_wait(r->bell, sock, ctl, timeout_ms);
+}
+
+/* The same for the worker, spinning on an empty SQ: the next entry's line. */
+void worker_sq_prefetch(struct vgpu_ring *r)
+{
+	__builtin_prefetch(&r->sq[r->sq_local & (r->sq_entries - 1)], 0, 3);
 }
 
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)

@@ -79,6 +79,9 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off);
 /* client: CQ consumer */
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out);
 bool client_cq_empty(struct vgpu_ring *r);
+/* While waiting: start loading the next CQE, so that its miss overlaps the
+ * tail's. */
+void client_cq_prefetch(struct vgpu_ring *r);
 /* Sleeps while cq_tail reads @tail (the caller set cq_flags and re-checked):
  * 0 woken or changed, -ETIMEDOUT, -ESHUTDOWN (the carrier says dead). */
 int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms);
@@ -90,6 +93,8 @@ int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms);
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out);
 void worker_sq_release(struct vgpu_ring *r);
 bool worker_sq_empty(struct vgpu_ring *r);
+/* While spinning on an empty SQ: start loading the next SQE. */
+void worker_sq_prefetch(struct vgpu_ring *r);
 /* Sleeps until the client rings (the caller set sq_flags and re-checked)
  * or @sock hangs up: 1 woken, 0 timed out, -EPIPE gone. */
 int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms);

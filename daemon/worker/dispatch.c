@@ -135,6 +135,7 @@ void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *pa
 	const struct op_desc *d = sqe->opcode < VGPU_OP_MAX ? ops[sqe->opcode] : NULL;
 	struct op_call call = { .sqe = sqe, .cqe = &c };
 
+	w->answering_query = d && (d->flags & OPF_NO_PRINT);
 	if (len < 0) {
 		vlog_warn("op %u: payload outside the payload ring", sqe->opcode);
 		c.result = CUDA_ERROR_INVALID_VALUE;
@@ -158,6 +159,8 @@ void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *pa
 	call.payload = payload;
 	call.len = len;
 	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
+	if (!(d->flags & OPF_NO_PRINT))
+		worker_may_print(w);
 	if (d->fn(w, &call) == OP_LATER)
 		return;
 	if (c.result)

@@ -145,22 +145,30 @@ static CUresult pool_event(struct worker *w, CUevent *ev)
 	return rc;
 }
 
-enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s)
+CUresult waiter_poll(struct worker *w, CUstream s)
 {
-	struct vgpu_cqe *c = call->cqe;
-	CUevent ev;
 	CUresult rc;
 
 	/* Short work (a small copy, an empty kernel) is done within
 	 * microseconds: answer here rather than pay for a thread handoff. */
 	for (uint64_t t0 = vgpu_now_ns(), i = 0;; i++) {
 		rc = w->B.cuStreamQuery(s);
-		if (rc != CUDA_ERROR_NOT_READY) {
-			c->result = rc;
-			return OP_DONE;
-		}
+		if (rc != CUDA_ERROR_NOT_READY)
+			return rc;
 		if ((i & 7) == 7 && vgpu_now_ns() - t0 > SPIN_NS)
-			break;
+			return rc;
+	}
+}
+
+enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s)
+{
+	struct vgpu_cqe *c = call->cqe;
+	CUevent ev;
+	CUresult rc = waiter_poll(w, s);
+
+	if (rc != CUDA_ERROR_NOT_READY) {
+		c->result = rc;
+		return OP_DONE;
 	}
 	rc = pool_event(w, &ev);
 	if (!rc)

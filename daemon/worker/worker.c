@@ -145,6 +145,42 @@ static void flush_prints(struct worker *w)
 	drain_prints(w);
 }
 
+/*
+ * Whether an answer must drain the print pipe first. The driver prints at
+ * CUDA's flush points, in the thread making that call. On the ring thread
+ * every entry but a polled query (OPF_NO_PRINT) sets print_dirty
+ * (dispatch_taken), and the next answer drains. A query's answer drains
+ * while print_dirty is set and leaves it set: the work queued before it may
+ * still be running, and the call that sees it finish may print (the driver
+ * flushes when a query finds the work done: reply_after_stream synchronizes
+ * with cuStreamQuery, and the GPU suite's printf test sees its output in
+ * order). Only the answer of another entry (a synchronization, say) clears
+ * it. So a program polling an idle stream costs no read(2) on the pipe per
+ * answer, and one polling until its kernel is done still sees that kernel's
+ * printf first. Not covered: a kernel still running on another stream when
+ * a synchronization's answer cleared the flag, whose output a later query
+ * flushes; the relay thread forwards it microseconds after that answer
+ * rather than before it.
+ *
+ * Other threads: the waiter's answers (synchronizations) always drain; the
+ * driver's callback thread, which flushes before a host callback, asks for
+ * the callback with a tag 0 entry and marks the ring thread's next answer
+ * to drain.
+ */
+static bool must_drain(struct worker *w, const struct vgpu_cqe *cqe)
+{
+	if (!ring_thread) {
+		if (!cqe->tag)
+			worker_may_print(w);
+		return cqe->tag;
+	}
+	if (!cqe->tag || !__atomic_exchange_n(&w->print_dirty, 0, __ATOMIC_RELAXED))
+		return false;
+	if (w->answering_query)
+		worker_may_print(w);
+	return true;
+}
+
 int worker_prepare(struct worker *w, const char *backend, const struct worker_config *cfg)
 {
 	CUresult rc;
@@ -512,7 +548,7 @@ void worker_post(struct worker *w, const struct vgpu_cqe *cqe)
 {
 	unsigned int us = CQ_WAIT_MIN_US;
 
-	if (cqe->tag)
+	if (must_drain(w, cqe))
 		flush_prints(w);
 	pthread_mutex_lock(&w->cq_lock);
 	/* The CQ has room for every tag twice over; a full CQ means the
@@ -694,12 +730,16 @@ void worker_order_stalled(struct worker *w, const char *what)
 static void orders(struct worker *w)
 {
 	order_seen_ns = 0;	/* between entries an order is taken at once */
-	if (w->ckpt_job)
+	if (w->ckpt_job) {
+		worker_may_print(w);	/* it synchronizes and launches */
 		worker_checkpoint_poll(w);
-	else if (w->move_job)
+	} else if (w->move_job) {
+		worker_may_print(w);
 		worker_migrate_poll(w);
-	else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE))
+	} else if (w->stats && __atomic_load_n(&w->stats->order_pending, __ATOMIC_ACQUIRE)) {
+		worker_may_print(w);
 		take_order(w, NULL);
+	}
 }
 
 void worker_print_to(struct worker *w, int fd)
@@ -771,6 +811,7 @@ int worker_loop(struct worker *w)
 	unsigned int batch = 0;
 
 	ring_thread = true;
+	worker_may_print(w);	/* a session taken up drains before its first answer */
 	while (!read_once(&w->dead) && !w->moved) {
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
@@ -792,6 +833,7 @@ int worker_loop(struct worker *w)
 		if (!spin_start)
 			spin_start = vgpu_now_ns();
 		if (vgpu_now_ns() - spin_start < SPIN_NS) {
+			worker_sq_prefetch(&w->ring);
 			cpu_relax();
 			continue;
 		}

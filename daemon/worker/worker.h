@@ -86,6 +86,10 @@ struct worker {
 	int print_pipe;			/* read end: what the driver prints */
 	int print_out;			/* where it goes: the client's stdout */
 	pthread_mutex_t print_lock;	/* held while relaying a piece */
+	uint32_t print_dirty;		/* the driver may have printed since the
+					 * ring thread's last drain (atomic) */
+	bool answering_query;		/* ring thread: the entry in hand is
+					 * OPF_NO_PRINT */
 	struct worker_stats *stats;	/* the supervisor reads it; NULL: none */
 	struct ckpt_job *ckpt_job;	/* a checkpoint waiting for its pause */
 	struct move_job *move_job;	/* a move waiting for its file */
@@ -132,7 +136,13 @@ struct op_desc {
 #define OPF_NEEDS_CTX	(1u << 0)	/* runs in sqe.ctx */
 #define OPF_SYNC_ONLY	(1u << 1)	/* must carry a tag: it has an answer */
 #define OPF_NO_FOLD	(1u << 2)	/* its answer is about itself alone */
-#define OPF_LOGGED	(1u << 3)	/* recorded for a restore (ckpt_calls.h) */
+/* A polled query, not one of the points at which CUDA flushes device printf
+ * (launches, synchronizations, blocking copies, module loads and unloads,
+ * context destruction, before host callbacks): its answer drains the print
+ * pipe only while work queued since the last other answer may still print
+ * (see must_drain in worker.c). */
+#define OPF_NO_PRINT	(1u << 3)
+#define OPF_LOGGED	(1u << 4)	/* recorded for a restore (ckpt_calls.h) */
 
 #define OP(code, f, fn) { VGPU_OP_##code, (f), fn, #code }
 
@@ -190,8 +200,14 @@ void worker_print_to(struct worker *w, int fd);
 void worker_refuse(int sock, int err, const char *why);
 /* The same without a log line (admission.c counts its refusals itself). */
 void worker_send_refusal(int sock, int err, const char *why);
-/* Posts a CQE; with the CQ full, waits for the client to reap (or die). */
+/* Posts a CQE; with the CQ full, waits for the client to reap (or die).
+ * An answer goes after what the driver printed before it (see print_dirty). */
 void worker_post(struct worker *w, const struct vgpu_cqe *cqe);
+/* What the ring thread just ran may have made the driver print. */
+static inline void worker_may_print(struct worker *w)
+{
+	__atomic_store_n(&w->print_dirty, 1, __ATOMIC_RELAXED);
+}
 /* Sleeps on the doorbell; false when the client is gone. */
 bool worker_wait_doorbell(struct worker *w, int timeout_ms);
 /*
@@ -264,6 +280,9 @@ void waiter_after_event(struct worker *w, CUevent ev, uint32_t ctx_id,
 void waiter_after_ctx_sync(struct worker *w, uint32_t ctx_id, const struct vgpu_cqe *cqe);
 /* Replies once @stream's work so far is done (an event does the waiting). */
 enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstream s);
+/* cuStreamQuery(@s) until it is not CUDA_ERROR_NOT_READY, for a few tens of
+ * microseconds at most: its last answer. */
+CUresult waiter_poll(struct worker *w, CUstream s);
 
 /* exec_vmm.c: the client's virtual memory API. */
 extern const struct op_desc exec_vmm_ops[];

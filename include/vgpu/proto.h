@@ -52,7 +52,10 @@
  *   only when the ring looks full; the worker stores sq_head and
  *   payload_head once the SQ is empty or every few entries, not per entry.
  *   Each store to a line the other side polls costs a cache miss, so the
- *   fewer there are between a call and its answer, the faster the call.
+ *   fewer there are between a call and its answer, the faster the call:
+ *   on the memfd carrier each tail shares its line with nothing the other
+ *   side writes or the same side writes often, and each head has a line
+ *   of its own (struct vgpu_shared).
  *
  * Doorbells (io_uring style)
  *   A side about to sleep sets its NEED_WAKEUP/WAITS flag, issues a full
@@ -125,7 +128,7 @@
 #include "vgpu/calls_gen.h"
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	7u
+#define VGPU_PROTO_VERSION	8u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -209,19 +212,24 @@ struct vgpu_chunk_ctl {
 /* On the /dev/vgpu carrier the SQ/CQ head, tail and flags words below are
  * unused: the module's rings header holds them. */
 struct vgpu_shared {
-	/* written by the worker */
-	uint32_t sq_head;
-	uint32_t reserved0;
+	/* Each ring's tail is polled by the other side, alone on its line with
+	 * what is written as rarely; each head, read by the producer only when
+	 * its ring looks full, has a line of its own, so that a consumer's
+	 * store to it does not take away the line the other side polls. */
+	/* written by the worker, polled by the client */
 	uint32_t cq_tail;
 	uint32_t state;			/* VGPU_WORKER_* */
-	uint32_t payload_head;		/* free-running byte counter */
-	uint32_t pad0[11];
-	/* written by the client */
+	uint32_t pad0[14];
+	/* written by the client, polled by the worker */
 	uint32_t sq_tail;
+	uint32_t pad1[15];
+	/* written by the worker: what it consumed */
+	uint32_t sq_head;
+	uint32_t payload_head;		/* free-running byte counter */
+	uint32_t pad2[14];
+	/* written by the client: what it consumed */
 	uint32_t cq_head;
-	uint32_t reserved1;
-	uint32_t payload_tail;
-	uint32_t pad1[12];
+	uint32_t pad3[15];
 	/* written by whichever side fills/drains the chunk */
 	struct vgpu_chunk_ctl chunk[VGPU_MAX_STAGING_CHUNKS];
 	/* Sleep flags, written only when a side goes to sleep or wakes up:
@@ -230,7 +238,7 @@ struct vgpu_shared {
 	uint32_t staging_wait;		/* VGPU_STAGING_* waiter bits */
 	uint32_t sq_flags;		/* worker: VGPU_SQ_NEED_WAKEUP */
 	uint32_t cq_flags;		/* client: VGPU_CQ_NEED_WAKEUP */
-	uint32_t pad2[13];
+	uint32_t pad4[13];
 	/* written by the client: host callbacks finished (futex words) */
 	uint32_t cb_ack[VGPU_CB_SLOTS];
 };
@@ -701,10 +709,13 @@ _Static_assert(sizeof(struct vgpu_hello) == 88, "hello layout");
 _Static_assert(__builtin_offsetof(struct vgpu_hello, kmod_session) == 64, "hello layout");
 _Static_assert(sizeof(struct vgpu_welcome) == 256, "welcome layout");
 _Static_assert(sizeof(struct vgpu_chunk_ctl) == 8, "chunk ctl layout");
-_Static_assert(sizeof(struct vgpu_shared) == 320 + 4 * VGPU_CB_SLOTS, "shared header layout");
+_Static_assert(sizeof(struct vgpu_shared) == 448 + 4 * VGPU_CB_SLOTS, "shared header layout");
 _Static_assert(sizeof(struct vgpu_shared) <= 4096, "shared header fits page 0");
-_Static_assert(__builtin_offsetof(struct vgpu_shared, sq_tail) == 64,
-	       "client-written words start on their own cache line");
+_Static_assert(__builtin_offsetof(struct vgpu_shared, sq_tail) == 64 &&
+	       __builtin_offsetof(struct vgpu_shared, sq_head) == 128 &&
+	       __builtin_offsetof(struct vgpu_shared, cq_head) == 192 &&
+	       __builtin_offsetof(struct vgpu_shared, chunk) == 256,
+	       "polled tails and rarely read heads on cache lines of their own");
 _Static_assert(sizeof(struct vgpu_launch) == 32, "launch layout");
 _Static_assert(sizeof(struct vgpu_func_info) == 48, "func info layout");
 _Static_assert(sizeof(struct vgpu_copy2d) == 48, "copy2d layout");

@@ -590,6 +590,7 @@ static bool wait_tag(uint32_t tag)
 			pthread_mutex_unlock(&cl.reap_lock);
 			continue;
 		}
+		client_cq_prefetch(&cl.s.ring);
 		cpu_relax();
 	}
 	for (;;) {

@@ -139,7 +139,9 @@ static enum op_status op_ctx_destroy(struct worker *w, struct op_call *call)
 
 static enum op_status op_ctx_synchronize(struct worker *w, struct op_call *call)
 {
-	CUresult rc = w->B.cuStreamQuery(NULL);
+	/* The legacy stream's tail is often a few kernels: a waiter thread
+	 * woken for it would answer later than a few polls do. */
+	CUresult rc = waiter_poll(w, NULL);
 
 	pools_sync_point(w);
 	/* Nothing queued anywhere answers at once; otherwise wait off-ring. */
@@ -179,7 +181,7 @@ static enum op_status op_mem_get_info(struct worker *w, struct op_call *call)
 }
 
 const struct op_desc exec_ctx_ops[] = {
-	OP(NOP, 0, op_nop),
+	OP(NOP, OPF_NO_PRINT, op_nop),
 	OP(PRIMARY_RETAIN, OPF_NO_FOLD, op_primary_retain),
 	OP(PRIMARY_RELEASE, OPF_NO_FOLD, op_primary_release),
 	OP(PRIMARY_SET_FLAGS, OPF_NO_FOLD, op_primary_set_flags),
@@ -189,6 +191,6 @@ const struct op_desc exec_ctx_ops[] = {
 	OP(CTX_SYNCHRONIZE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_ctx_synchronize),
 	OP(CTX_SET_CACHE_CONFIG, OPF_NEEDS_CTX, op_cache_config),
 	OP(CTX_SET_SHMEM_CONFIG, OPF_NEEDS_CTX, op_shmem_config),
-	OP(MEM_GET_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_mem_get_info),
+	OP(MEM_GET_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, op_mem_get_info),
 	{ 0 },
 };

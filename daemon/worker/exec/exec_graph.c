@@ -158,7 +158,7 @@ static enum op_status op_destroy(struct worker *w, struct op_call *call)
 const struct op_desc exec_graph_ops[] = {
 	OP(STREAM_BEGIN_CAPTURE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_begin_capture),
 	OP(STREAM_END_CAPTURE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_end_capture),
-	OP(STREAM_CAPTURE_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_capture_info),
+	OP(STREAM_CAPTURE_INFO, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, op_capture_info),
 	OP(GRAPH_NODE_COUNT, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_node_count),
 	OP(GRAPH_INSTANTIATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_instantiate),
 	OP(GRAPH_LAUNCH, OPF_NEEDS_CTX, op_launch_graph),
