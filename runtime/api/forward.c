@@ -87,15 +87,11 @@ CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind
 CUresult vgpu_fwd_gen_new(struct vgpu_fwd *f, enum vgpu_gen_kind kind, struct vgpu_gen_obj **obj,
 			  uint32_t *id)
 {
-	struct vgpu_gen_obj *o = calloc(1, sizeof(*o));
+	struct vgpu_gen_obj *o = vgpu_obj_new(sizeof(*o), offsetof(struct vgpu_gen_obj, id),
+					      VGPU_K_GEN);
 
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	o->id = vgpu_id_alloc(VGPU_K_GEN);
-	if (!o->id) {
-		free(o);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	o->magic = VGPU_GEN_MAGIC;
 	o->kind = kind;
 	o->ctx = f->ctx;
@@ -132,24 +128,27 @@ CUresult vgpu_fwd_str(const char *s, size_t *len)
 	return CUDA_SUCCESS;
 }
 
+/* A lookup's result: on success the handle's context, *@c, is the call's
+ * unless an earlier handle gave one. */
+static CUresult took(struct vgpu_fwd *f, CUresult rc, struct vgpu_ctx *const *c)
+{
+	if (!rc)
+		take_ctx(f, *c);
+	return rc;
+}
+
 CUresult vgpu_fwd_graph(struct vgpu_fwd *f, CUgraph h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_graph_lookup(h, &c, id);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_lookup(h, &c, id), &c);
 }
 
 CUresult vgpu_fwd_exec(struct vgpu_fwd *f, CUgraphExec h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_graph_exec_lookup(h, &c, id);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_exec_lookup(h, &c, id), &c);
 }
 
 CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id)
@@ -157,11 +156,8 @@ CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id)
 	struct vgpu_ctx *c;
 	CUgraphNodeType type;
 	CUgraph g;
-	CUresult rc = vgpu_graph_node_lookup(h, &g, id, &type, &c);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_node_lookup(h, &g, id, &type, &c), &c);
 }
 
 CUresult vgpu_fwd_dev(CUdevice d, int32_t *out)

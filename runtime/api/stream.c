@@ -39,16 +39,12 @@ static unsigned long long next_uid = 1;
 static CUresult stream_new(struct vgpu_ctx *ctx, struct vgpu_green *green, unsigned int flags,
 			   int priority, struct stream **out)
 {
-	struct stream *st = calloc(1, sizeof(*st));
+	struct stream *st = vgpu_obj_new(sizeof(*st), offsetof(struct stream, s.id),
+					 VGPU_K_STREAM);
 	CUresult rc;
 
 	if (!st)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	st->s.id = vgpu_id_alloc(VGPU_K_STREAM);
-	if (!st->s.id) {
-		free(st);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	st->s.magic = VGPU_STREAM_MAGIC;
 	st->s.ctx = ctx;
 	st->s.flags = flags;

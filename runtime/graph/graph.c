@@ -48,15 +48,10 @@ static CUresult graph_resolve(void *h, uint32_t magic, struct graph **out)
 
 static struct graph *graph_new(enum vgpu_kind k, uint32_t magic, struct vgpu_ctx *ctx)
 {
-	struct graph *g = calloc(1, sizeof(*g));
+	struct graph *g = vgpu_obj_new(sizeof(*g), offsetof(struct graph, id), k);
 
 	if (!g)
 		return NULL;
-	g->id = vgpu_id_alloc(k);
-	if (!g->id) {
-		free(g);
-		return NULL;
-	}
 	g->magic = magic;
 	g->ctx = ctx;
 	return g;

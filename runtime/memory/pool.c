@@ -662,18 +662,13 @@ VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void 
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((rc = some_ctx(&ctx)) || (rc = vgpu_session(&s)))
 		return rc;
-	p = calloc(1, sizeof(*p));
+	p = vgpu_obj_new(sizeof(*p), offsetof(struct vgpu_pool, id), VGPU_K_POOL);
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* The pool is taken to be of the current context's device. */
 	p->dev = !vgpu_ctx_current(&cur) && cur ? cur->dev : 0;
 	p->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	p->imported = true;
-	p->id = vgpu_id_alloc(VGPU_K_POOL);
-	if (!p->id) {
-		free(p);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	/* The descriptor first: the worker keeps it until the entry comes. */
 	m.token = vgpu_fd_token();
 	vgpu_fd_lock();

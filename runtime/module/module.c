@@ -115,14 +115,9 @@ static CUresult load_bytes(const void *image, uint64_t size, bool library, struc
 
 	if (rc && !(library && rc == CUDA_ERROR_INVALID_CONTEXT))
 		return rc;
-	m = calloc(1, sizeof(*m));
+	m = vgpu_obj_new(sizeof(*m), offsetof(struct module, m.id), VGPU_K_MODULE);
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	m->m.id = vgpu_id_alloc(VGPU_K_MODULE);
-	if (!m->m.id) {
-		free(m);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	if (ctx) {
 		rc = send_image(m, ctx, image, size);
 	} else {
