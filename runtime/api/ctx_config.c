@@ -73,18 +73,10 @@ static CUresult ctx_get(CUcontext h, void *out, size_t size, enum ctx_item what)
 {
 	struct vgpu_ctx *c;
 	CUresult rc = ctx_query(out, h, &c);
-	uint64_t v;
-	uint32_t v32;
 
-	if (rc)
-		return rc;
-	v = ctx_item(c, what);
-	v32 = (uint32_t)v;
-	if (size == sizeof(v))
-		memcpy(out, &v, sizeof(v));
-	else
-		memcpy(out, &v32, sizeof(v32));
-	return CUDA_SUCCESS;
+	if (!rc)
+		vgpu_put_uint(out, size, ctx_item(c, what));
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
