@@ -69,12 +69,10 @@ CUresult vgpu_hand_cuStreamGetAttribute(bool ptds, CUstream h, CUstreamAttrID id
 	CUstreamAttrValue v;
 	struct vgpu_ctx *ctx;
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
 	r.sqe.stream = sid;
 	r.sqe.arg[0] = (uint32_t)id;

@@ -196,12 +196,10 @@ CUresult vgpu_hand_cuStreamEndCapture(bool ptds, CUstream h, CUgraph *out)
 	struct vgpu_cqe cqe;
 	struct graph *g;
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
 	if (!g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -230,12 +228,10 @@ CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream h, CUstreamCapture
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe = { 0 };
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), status);
 
 	if (rc)
 		return rc;
-	if (!status)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE)) {
 		rc = vgpu_call5(VGPU_OP_STREAM_CAPTURE_INFO, ctx->id, sid, 0, 0, 0, 0, 0, &cqe);
 		if (rc)
@@ -382,12 +378,10 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 {
 	struct vgpu_cqe cqe;
 	struct graph *g, *e;
-	CUresult rc = graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g);
+	CUresult rc = vgpu_need_out(graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	e = graph_new(VGPU_K_GRAPH_EXEC, VGPU_GRAPH_EXEC_MAGIC, g->ctx);
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -232,12 +232,10 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 	struct vgpu_node_params v = { 0 };
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
-	CUresult rc = vgpu_enter_graph(g, &ctx, &gid);
+	CUresult rc = vgpu_need_out(vgpu_enter_graph(g, &ctx, &gid), p);
 
 	if (rc)
 		return rc;
-	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
 		if (p->kernel.ctx && p->kernel.ctx != (CUcontext)ctx)
 			return vgpu_unsupported("a graph kernel node in another context");

@@ -150,12 +150,10 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *count, bool roo
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
 	size_t n, want;
-	CUresult rc = vgpu_enter_graph(h, &ctx, &gid);
+	CUresult rc = vgpu_need_out(vgpu_enter_graph(h, &ctx, &gid), count);
 
 	if (rc)
 		return rc;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (!nodes && !roots) {	/* counting only: any size of graph */
 		struct vgpu_cqe cqe;
 
@@ -214,12 +212,10 @@ VGPU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
 	struct vgpu_ctx *ctx;
 	struct node *n;
 	uint32_t gid;
-	CUresult rc = node_resolve(hNode, &n, &ctx, &gid);
+	CUresult rc = vgpu_need_out(node_resolve(hNode, &n, &ctx, &gid), type);
 
 	if (rc)
 		return rc;
-	if (!type)
-		return CUDA_ERROR_INVALID_VALUE;
 	*type = n->type;
 	return CUDA_SUCCESS;
 }
@@ -283,12 +279,10 @@ static CUresult get_params(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *out, bool v2)
 	void **ptrs = NULL;
 	uint8_t *reply, *params;
 	uint32_t gid;
-	CUresult rc = node_resolve(h, &n, &ctx, &gid);
+	CUresult rc = vgpu_need_out(node_resolve(h, &n, &ctx, &gid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
 	reply = malloc(cap);

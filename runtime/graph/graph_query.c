@@ -19,6 +19,7 @@
 
 #include "calls_hand_gen.h"
 #include "client.h"
+#include "entry.h"
 #include "graph.h"
 #include "init.h"
 
@@ -346,12 +347,10 @@ CUresult vgpu_hand_cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *out)
 	struct vgpu_cqe cqe = { 0 };
 	CUgraph g, fresh = NULL;
 	uint32_t nid, fid = 0;
-	CUresult rc = typed_node(h, CU_GRAPH_NODE_TYPE_GRAPH, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, CU_GRAPH_NODE_TYPE_GRAPH, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (!(e = calloc(1, sizeof(*e))) || vgpu_graph_handle_new(ctx, &fresh, &fid)) {
 		free(e);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -379,12 +378,10 @@ static CUresult node_event(CUgraphNode h, CUgraphNodeType type, CUevent *out)
 	struct vgpu_cqe cqe = { 0 };
 	CUgraph g;
 	uint32_t nid;
-	CUresult rc = typed_node(h, type, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, type, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_call5(VGPU_OP_GRAPH_NODE_OBJECT, ctx->id, 0, nid, 0, 0, 0, 0, &cqe);
 	if (!rc && !(*out = vgpu_event_by_id((uint32_t)cqe.val[0])))
 		rc = CUDA_ERROR_INVALID_HANDLE;	/* destroyed meanwhile */
@@ -539,12 +536,10 @@ CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 	struct vgpu_ctx *ctx;
 	CUgraph g;
 	uint32_t nid;
-	CUresult rc = typed_node(h, CU_GRAPH_NODE_TYPE_MEMCPY, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, CU_GRAPH_NODE_TYPE_MEMCPY, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
 	r.reply = &c;

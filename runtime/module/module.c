@@ -399,12 +399,10 @@ VGPU_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 VGPU_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
 	struct module *m;
-	CUresult rc = vgpu_module_resolve(library, &m);
+	CUresult rc = vgpu_need_out(vgpu_module_resolve(library, &m), pMod);
 
 	if (rc)
 		return rc;
-	if (!pMod)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pMod = (CUmodule)m;
 	return CUDA_SUCCESS;
 }

@@ -24,6 +24,13 @@ static inline CUresult vgpu_enter_nonnull(const void *p)
 	return rc ? rc : p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* A lookup's result @rc, then the output @out, which the driver checks
+ * after the handle: CUDA_ERROR_INVALID_VALUE when it is NULL. */
+static inline CUresult vgpu_need_out(CUresult rc, const void *out)
+{
+	return rc ? rc : out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 /* A CUstream: its context and stream id (vgpu_stream_resolve). */
 static inline CUresult vgpu_enter_stream(CUstream h, bool ptds, struct vgpu_ctx **ctx,
 					 uint32_t *sid)
