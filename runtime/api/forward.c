@@ -173,6 +173,23 @@ CUresult vgpu_fwd_ctx_default(struct vgpu_fwd *f)
 	return f->ctx ? CUDA_SUCCESS : vgpu_ctx_current(&f->ctx);
 }
 
+CUresult vgpu_call_exact(struct vgpu_req *r, void *out, size_t len)
+{
+	uint8_t got[256];
+	CUresult rc;
+
+	if (len > sizeof(got))
+		return CUDA_ERROR_INVALID_VALUE;
+	r->reply = got;
+	r->reply_cap = (uint32_t)len;
+	rc = vgpu_call(r);
+	if (!rc && r->cqe.val[2] != len)
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered no value */
+	if (!rc)
+		memcpy(out, got, len);
+	return rc;
+}
+
 CUresult vgpu_fwd_call(const struct vgpu_fwd *f, const void *args, size_t args_len,
 		       const void *extra, size_t extra_len, void *res, size_t res_len,
 		       void *res_extra, size_t res_extra_len)

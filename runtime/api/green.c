@@ -26,6 +26,7 @@
 #include "dark_api.h"
 #include "driver.h"
 #include "client.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -49,22 +50,6 @@ struct green_obj {
 static pthread_mutex_t green_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct green_obj *all_greens, *free_greens;
 
-/* A request answering one CUdevResource, copied to *@out only when whole. */
-static CUresult resource_call(struct vgpu_req *r, CUdevResource *out)
-{
-	CUdevResource res;
-	CUresult rc;
-
-	r->reply = &res;
-	r->reply_cap = sizeof(res);
-	rc = vgpu_call(r);
-	if (!rc && r->cqe.val[2] != sizeof(res))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		*out = res;
-	return rc;
-}
-
 static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 			     CUdevResourceType type)
 {
@@ -76,7 +61,7 @@ static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 	r.sqe.arg[0] = (uint64_t)dev;
 	r.sqe.arg[1] = (uint32_t)type;
 	r.sqe.arg[2] = ctx != 0;
-	return resource_call(&r, out);
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 VGPU_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
@@ -382,7 +367,7 @@ VGPU_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *re
 		return rc;
 	r.sqe.arg[0] = g->id;
 	r.sqe.arg[1] = (uint32_t)type;
-	return resource_call(&r, resource);
+	return vgpu_call_exact(&r, resource, sizeof(*resource));
 }
 
 VGPU_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,

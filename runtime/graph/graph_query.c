@@ -20,6 +20,7 @@
 #include "calls_hand_gen.h"
 #include "client.h"
 #include "entry.h"
+#include "forward.h"
 #include "graph.h"
 #include "init.h"
 
@@ -170,28 +171,40 @@ VGPU_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphN
 	return vgpu_hand_cuGraphGetEdges(hGraph, from, to, NULL, numEdges);
 }
 
+/* A node's dependencies or (@dependents) dependent nodes: the other end
+ * of its incoming or outgoing edges, with their data where asked. */
+static CUresult node_edges(CUgraphNode h, bool dependents, CUgraphNode *nodes,
+			   CUgraphEdgeData *data, size_t *count)
+{
+	if (!nodes)
+		data = NULL;
+	if (dependents)
+		return edges(NULL, h, true, NULL, nodes, data, count);
+	return edges(NULL, h, false, nodes, NULL, data, count);
+}
+
 CUresult vgpu_hand_cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode *deps,
 					      CUgraphEdgeData *data, size_t *count)
 {
-	return edges(NULL, h, false, deps, NULL, deps ? data : NULL, count);
+	return node_edges(h, false, deps, data, count);
 }
 
 VGPU_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
 						size_t *numDependencies)
 {
-	return edges(NULL, hNode, false, dependencies, NULL, NULL, numDependencies);
+	return node_edges(hNode, false, dependencies, NULL, numDependencies);
 }
 
 CUresult vgpu_hand_cuGraphNodeGetDependentNodes(CUgraphNode h, CUgraphNode *deps,
 						CUgraphEdgeData *data, size_t *count)
 {
-	return edges(NULL, h, true, NULL, deps, deps ? data : NULL, count);
+	return node_edges(h, true, deps, data, count);
 }
 
 VGPU_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
 						  size_t *numDependentNodes)
 {
-	return edges(NULL, hNode, true, NULL, dependentNodes, NULL, numDependentNodes);
+	return node_edges(hNode, true, dependentNodes, NULL, numDependentNodes);
 }
 
 /*
@@ -532,7 +545,6 @@ CUresult vgpu_hand_cuGraphKernelNodeGetAttribute(CUgraphNode h, CUkernelNodeAttr
 CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MEMCPY_NODE_GET } };
-	CUDA_MEMCPY3D c;
 	struct vgpu_ctx *ctx;
 	CUgraph g;
 	uint32_t nid;
@@ -542,12 +554,5 @@ CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 		return rc;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
-	r.reply = &c;
-	r.reply_cap = sizeof(c);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(c))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(out, &c, sizeof(c));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }

@@ -14,6 +14,7 @@
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "entry.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -691,7 +692,6 @@ VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void 
 VGPU_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_POOL_EXPORT_PTR } };
-	CUmemPoolPtrExportData d;
 	struct vgpu_pool *p;
 	uint32_t ctx;
 	CUresult rc = vgpu_initialized();
@@ -706,14 +706,7 @@ VGPU_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdevic
 		return rc;
 	r.sqe.ctx = ctx;
 	r.sqe.arg[0] = ptr;
-	r.reply = &d;
-	r.reply_cap = sizeof(d);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(d))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(out, &d, sizeof(d));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 VGPU_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool h,
