@@ -190,6 +190,23 @@ CUresult vgpu_call_exact(struct vgpu_req *r, void *out, size_t len)
 	return rc;
 }
 
+void *vgpu_call_records(struct vgpu_req *r, size_t size, size_t max, size_t *n, CUresult *rc)
+{
+	void *got = malloc(max * size);
+
+	*n = 0;
+	*rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!got)
+		return NULL;
+	r->reply = got;
+	r->reply_cap = (uint32_t)(max * size);
+	*rc = vgpu_call(r);
+	*n = r->cqe.val[0];
+	if (!*rc && (*n > max || r->cqe.val[2] != *n * size))
+		*rc = CUDA_ERROR_UNKNOWN;
+	return got;
+}
+
 CUresult vgpu_fwd_call(const struct vgpu_fwd *f, const void *args, size_t args_len,
 		       const void *extra, size_t extra_len, void *res, size_t res_len,
 		       void *res_extra, size_t res_extra_len)

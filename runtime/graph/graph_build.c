@@ -153,15 +153,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = ndeps;
-		r.sqe.arg[2] = edges != NULL;
-		r.payload = buf;
-		r.payload_len = sizeof(*v) + ndeps * sizeof(uint32_t);
-		if (edges) {
-			memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
-			r.payload_len += ndeps * sizeof(*edges);
-		}
-		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r)
-							 : CUDA_ERROR_NOT_SUPPORTED;
+		rc = vgpu_graph_edges_call(&r, buf, sizeof(*v) + ndeps * sizeof(uint32_t), edges,
+					   ndeps);
 	}
 	free(buf);
 	if (!rc)

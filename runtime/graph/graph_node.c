@@ -26,6 +26,7 @@
 
 #include "client.h"
 #include "entry.h"
+#include "forward.h"
 #include "graph.h"
 #include "init.h"
 #include "unsupported.h"
@@ -162,18 +163,10 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *count, bool roo
 			*count = cqe.val[0];
 		return rc;
 	}
-	got = malloc(VGPU_MAX_GRAPH_NODES * sizeof(*got));
-	if (!got)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = roots;
-	r.reply = got;
-	r.reply_cap = VGPU_MAX_GRAPH_NODES * sizeof(*got);
-	rc = vgpu_call(&r);
-	n = r.cqe.val[0];
-	if (!rc && (n > VGPU_MAX_GRAPH_NODES || r.cqe.val[2] != n * sizeof(*got)))
-		rc = CUDA_ERROR_UNKNOWN;
+	got = vgpu_call_records(&r, sizeof(*got), VGPU_MAX_GRAPH_NODES, &n, &rc);
 	if (rc || !nodes) {
 		if (!rc)
 			*count = n;
@@ -520,6 +513,20 @@ bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n)
 	return true;
 }
 
+CUresult vgpu_graph_edges_call(struct vgpu_req *r, uint8_t *buf, uint32_t len,
+			       const CUgraphEdgeData *edges, size_t n)
+{
+	_Static_assert(sizeof(*edges) == 8, "edge data layout");
+	r->sqe.arg[2] = edges != NULL;
+	r->payload = buf;
+	r->payload_len = len;
+	if (edges) {
+		memcpy(buf + r->payload_len, edges, n * sizeof(*edges));
+		r->payload_len += n * sizeof(*edges);
+	}
+	return r->payload_len <= vgpu_payload_max() ? vgpu_call(r) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 			       const CUgraphEdgeData *edges, size_t ndeps,
 			       const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
@@ -558,15 +565,7 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = ndeps;
-	r.sqe.arg[2] = edges != NULL;
-	r.payload = buf;
-	r.payload_len = off + ndeps * sizeof(uint32_t);
-	if (edges) {
-		_Static_assert(sizeof(*edges) == 8, "edge data layout");
-		memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
-		r.payload_len += ndeps * sizeof(*edges);
-	}
-	rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+	rc = vgpu_graph_edges_call(&r, buf, off + ndeps * sizeof(uint32_t), edges, ndeps);
 	free(buf);
 	if (rc)
 		return rc;
@@ -626,14 +625,7 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = n;
-		r.sqe.arg[2] = edges != NULL;
-		r.payload = ids;
-		r.payload_len = 2 * n * sizeof(*ids);
-		if (edges) {
-			memcpy(ids + 2 * n, edges, n * sizeof(*edges));
-			r.payload_len += n * sizeof(*edges);
-		}
-		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+		rc = vgpu_graph_edges_call(&r, (uint8_t *)ids, 2 * n * sizeof(*ids), edges, n);
 	}
 	free(ids);
 	return rc;

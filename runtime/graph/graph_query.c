@@ -114,19 +114,11 @@ static CUresult edges(CUgraph g, CUgraphNode node, bool dependents, CUgraphNode 
 		return rc;
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
-	got = malloc(VGPU_MAX_GRAPH_EDGES * sizeof(*got));
-	if (!got)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = nid;
 	r.sqe.arg[2] = dependents;
-	r.reply = got;
-	r.reply_cap = VGPU_MAX_GRAPH_EDGES * sizeof(*got);
-	rc = vgpu_call(&r);
-	n = r.cqe.val[0];
-	if (!rc && (n > VGPU_MAX_GRAPH_EDGES || r.cqe.val[2] != n * sizeof(*got)))
-		rc = CUDA_ERROR_UNKNOWN;
+	got = vgpu_call_records(&r, sizeof(*got), VGPU_MAX_GRAPH_EDGES, &n, &rc);
 	want = *count;
 	for (size_t i = 0; !rc && i < want && (from || to || data); i++) {
 		CUgraphNode a = NULL, b = NULL;
