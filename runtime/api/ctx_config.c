@@ -183,17 +183,23 @@ VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	return rc ? rc : ctx_sync(c);
 }
 
+/* A configuration setter's checks: @v (at most @max), then the current
+ * context. */
+static CUresult ctx_setting(unsigned int v, unsigned int max, struct vgpu_ctx **c)
+{
+	CUresult rc = vgpu_initialized();
+
+	if (!rc && v > max)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return rc ? rc : vgpu_ctx_current(c);
+}
+
 VGPU_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
 {
 	struct vgpu_cqe cqe;
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_setting((unsigned)config, CU_FUNC_CACHE_PREFER_EQUAL, &c);
 
-	if (rc)
-		return rc;
-	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
 	if (rc)
 		return rc;
 	rc = ctx_call(c, VGPU_OP_CTX_SET_CACHE_CONFIG, (uint64_t)config, 0, &cqe);
@@ -206,14 +212,7 @@ VGPU_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
 {
 	struct vgpu_cqe cqe;
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_setting((unsigned)config, CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE, &c);
 
-	if (rc)
-		return rc;
-	if ((unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	return ctx_call(c, VGPU_OP_CTX_SET_SHMEM_CONFIG, (uint64_t)config, 0, &cqe);
+	return rc ? rc : ctx_call(c, VGPU_OP_CTX_SET_SHMEM_CONFIG, (uint64_t)config, 0, &cqe);
 }

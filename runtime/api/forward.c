@@ -13,16 +13,21 @@ static void take_ctx(struct vgpu_fwd *f, struct vgpu_ctx *c)
 		f->ctx = c;
 }
 
+/* A resolved handle: its context the call's unless an earlier handle gave
+ * one, its id @oid the ring's. */
+static CUresult taken(struct vgpu_fwd *f, struct vgpu_ctx *c, uint32_t oid, uint32_t *id)
+{
+	take_ctx(f, c);
+	*id = oid;
+	return CUDA_SUCCESS;
+}
+
 CUresult vgpu_fwd_ctx(struct vgpu_fwd *f, CUcontext h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
 	CUresult rc = vgpu_ctx_resolve(h, &c);
 
-	if (rc)
-		return rc;
-	take_ctx(f, c);
-	*id = c->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, c, c->id, id);
 }
 
 CUresult vgpu_fwd_stream(struct vgpu_fwd *f, CUstream h, uint32_t *id)
@@ -42,11 +47,7 @@ CUresult vgpu_fwd_event(struct vgpu_fwd *f, CUevent h, uint32_t *id)
 	struct vgpu_event *e;
 	CUresult rc = vgpu_event_resolve(h, &e);
 
-	if (rc)
-		return rc;
-	take_ctx(f, e->ctx);
-	*id = e->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, e->ctx, e->id, id);
 }
 
 CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
@@ -54,11 +55,7 @@ CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
 	struct vgpu_func *fn;
 	CUresult rc = vgpu_func_resolve((CUfunction)h, &fn);
 
-	if (rc)
-		return rc;
-	take_ctx(f, fn->mod->ctx);
-	*id = fn->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, fn->mod->ctx, fn->id, id);
 }
 
 CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id)
@@ -66,11 +63,7 @@ CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id)
 	struct module *m;
 	CUresult rc = vgpu_module_resolve(h, &m);
 
-	if (rc)
-		return rc;
-	take_ctx(f, m->m.ctx);
-	*id = m->m.id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, m->m.ctx, m->m.id, id);
 }
 
 CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind, uint32_t *id)
