@@ -115,6 +115,7 @@ static bool copy_pinned(const struct xfer *x, uint64_t dev, uint8_t *host, uint6
  * host range has one, else staged through the bulk channel in pieces. */
 static CUresult copy_bulk(const struct xfer *x, uint64_t dev, uint8_t *host, uint64_t n, bool up)
 {
+	uint16_t op = up ? VGPU_OP_MEMCPY_HTOD_STAGED : VGPU_OP_MEMCPY_DTOH_STAGED;
 	CUresult rc;
 
 	if (copy_pinned(x, dev, host, n, up, &rc))
@@ -122,8 +123,8 @@ static CUresult copy_bulk(const struct xfer *x, uint64_t dev, uint8_t *host, uin
 	for (uint64_t done = 0; done < n;) {
 		uint64_t piece = MIN(n - done, BULK_PIECE);
 		struct vgpu_req r = {
-			.sqe = { .opcode = up ? VGPU_OP_MEMCPY_HTOD_STAGED : VGPU_OP_MEMCPY_DTOH_STAGED,
-				 .ctx = x->ctx, .stream = x->stream, .arg = { dev + done, piece } },
+			.sqe = { .opcode = op, .ctx = x->ctx, .stream = x->stream,
+				 .arg = { dev + done, piece } },
 		};
 
 		if (up)
