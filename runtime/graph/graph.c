@@ -374,6 +374,20 @@ CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *
 	return rc;
 }
 
+CUresult vgpu_graph_exec_in(CUgraphExec h, const struct vgpu_ctx *ctx, uint32_t *id)
+{
+	struct vgpu_ctx *ectx;
+	CUresult rc;
+
+	*id = 0;
+	if (!h)
+		return CUDA_SUCCESS;
+	rc = vgpu_graph_exec_lookup(h, &ectx, id);
+	if (!rc && ectx != ctx)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	return rc;
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
 {
 	struct vgpu_cqe cqe;

@@ -12,6 +12,9 @@
 /* graph.c: a graph's (or an instance's) context and id, the handle checked. */
 VGPU_HIDDEN CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *id);
+/* The instance @h a node setter names, if any (*id 0 when NULL): it must
+ * be of the node's context @ctx. */
+VGPU_HIDDEN CUresult vgpu_graph_exec_in(CUgraphExec h, const struct vgpu_ctx *ctx, uint32_t *id);
 
 /* graph.c: a graph handle with a fresh id the worker does not know yet;
  * one freed with its node handles (a graph the worker forgot). */

@@ -166,18 +166,16 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 static CUresult set_node(CUgraphExec exec, CUgraphNode h, struct vgpu_node_params *v)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_NODE_SET } };
-	struct vgpu_ctx *ctx, *ectx;
+	struct vgpu_ctx *ctx;
 	CUgraphNodeType type;
 	CUgraph g;
-	uint32_t id, eid = 0;
+	uint32_t id, eid;
 	CUresult rc = vgpu_graph_node_lookup(h, &g, &id, &type, &ctx);
 
-	if (!rc && exec)
-		rc = vgpu_graph_exec_lookup(exec, &ectx, &eid);
+	if (!rc)
+		rc = vgpu_graph_exec_in(exec, ctx, &eid);
 	if (rc)
 		return rc;
-	if (exec && ectx != ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if ((uint32_t)type != v->type)
 		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;

@@ -412,18 +412,16 @@ CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h, const CUDA_KERNE
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_KERNEL_NODE_SET } };
 	uint8_t *buf;
 	struct vgpu_kernel_node k = { 0 };
-	struct vgpu_ctx *ctx, *ectx;
+	struct vgpu_ctx *ctx;
 	struct vgpu_func *f;
 	struct node *n;
-	uint32_t gid, eid = 0;
+	uint32_t gid, eid;
 	CUresult rc = node_resolve(h, &n, &ctx, &gid);
 
-	if (!rc && exec)
-		rc = vgpu_graph_exec_lookup(exec, &ectx, &eid);
+	if (!rc)
+		rc = vgpu_graph_exec_in(exec, ctx, &eid);
 	if (rc)
 		return rc;
-	if (exec && ectx != ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!p || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* A CUkernel is a function here too (see handles.h). */
