@@ -187,6 +187,27 @@ static void obj_recycle(struct ctx_obj *o)
 	pthread_mutex_unlock(&list_lock);
 }
 
+/* A created or green context's object made live: a fresh instance id, the
+ * magic stored last so no lookup sees it half set. */
+static void obj_publish(struct ctx_obj *o, uint32_t id, CUdevice dev, unsigned int flags,
+			struct vgpu_green *g)
+{
+	pthread_mutex_lock(&list_lock);
+	o->c.id = id;
+	o->c.dev = dev;
+	o->c.primary = false;
+	o->c.flags = flags;
+	o->c.refs = 1;
+	o->c.active = true;
+	o->c.null_priority = 0;
+	o->c.green = g;
+	__atomic_store_n(&o->uid, vgpu_ctx_new_uid(), __ATOMIC_RELEASE);
+	o->cache = CU_FUNC_CACHE_PREFER_NONE;
+	o->destroying = false;
+	__atomic_store_n(&o->c.magic, VGPU_CTX_MAGIC, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&list_lock);
+}
+
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
 	const struct vgpu_device_info *d;
@@ -223,20 +244,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 		obj_recycle(o);
 		return rc;
 	}
-	pthread_mutex_lock(&list_lock);
-	o->c.id = id;
-	o->c.dev = dev;
-	o->c.primary = false;
-	o->c.flags = flags;
-	o->c.refs = 1;
-	o->c.active = true;
-	o->c.null_priority = 0;
-	o->c.green = NULL;
-	__atomic_store_n(&o->uid, vgpu_ctx_new_uid(), __ATOMIC_RELEASE);
-	o->cache = CU_FUNC_CACHE_PREFER_NONE;
-	o->destroying = false;
-	__atomic_store_n(&o->c.magic, VGPU_CTX_MAGIC, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&list_lock);
+	obj_publish(o, id, dev, flags, NULL);
 	stack_push(o);	/* room checked above */
 	vlog_debug("context %u created on device %d (flags %#x)", id, dev, flags);
 	*pctx = handle_of(o);
@@ -332,20 +340,7 @@ CUresult vgpu_ctx_green_new(uint32_t id, CUdevice dev, unsigned int flags, struc
 
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	pthread_mutex_lock(&list_lock);
-	o->c.id = id;
-	o->c.dev = dev;
-	o->c.primary = false;
-	o->c.flags = flags;
-	o->c.refs = 1;
-	o->c.active = true;
-	o->c.null_priority = 0;
-	o->c.green = g;
-	__atomic_store_n(&o->uid, vgpu_ctx_new_uid(), __ATOMIC_RELEASE);
-	o->cache = CU_FUNC_CACHE_PREFER_NONE;
-	o->destroying = false;
-	__atomic_store_n(&o->c.magic, VGPU_CTX_MAGIC, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&list_lock);
+	obj_publish(o, id, dev, flags, g);
 	*out = &o->c;
 	return CUDA_SUCCESS;
 }

@@ -43,37 +43,55 @@ static CUresult ctx_query(const void *out, CUcontext h, struct vgpu_ctx **c)
 	return rc ? rc : vgpu_ctx_resolve_any(h, c);
 }
 
-VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+/* What a local query answers: ctx_get's varying part. */
+enum ctx_item { ITEM_DEVICE, ITEM_FLAGS, ITEM_ID, ITEM_API_VERSION, ITEM_CACHE, ITEM_SHMEM };
+
+static uint64_t ctx_item(struct vgpu_ctx *c, enum ctx_item what)
+{
+	switch (what) {
+	case ITEM_DEVICE:
+		return (uint64_t)c->dev;
+	case ITEM_FLAGS:
+		return vgpu_ctx_flags(c);
+	case ITEM_ID:
+		return vgpu_ctx_uid(c);
+	case ITEM_API_VERSION:
+		return CTX_API_VERSION;
+	case ITEM_CACHE:
+		return __atomic_load_n(&obj_of(c)->cache, __ATOMIC_RELAXED);
+	case ITEM_SHMEM:
+		/* No shared-memory bank configuration since Maxwell: the
+		 * driver answers four-byte banks whatever was set. */
+		return CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+	}
+	return 0;
+}
+
+/* Item @what of context @h (NULL: the current one) into *@out, an integer
+ * or enum of @size bytes (4, or 8 for the id). */
+static CUresult ctx_get(CUcontext h, void *out, size_t size, enum ctx_item what)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(device, NULL, &c);
+	CUresult rc = ctx_query(out, h, &c);
 
-	if (rc)
-		return rc;
-	*device = c->dev;
-	return CUDA_SUCCESS;
+	if (!rc)
+		vgpu_put_uint(out, size, ctx_item(c, what));
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+	return ctx_get(NULL, device, sizeof(*device), ITEM_DEVICE);
 }
 
 VGPU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(device, ctx, &c);
-
-	if (rc)
-		return rc;
-	*device = c->dev;
-	return CUDA_SUCCESS;
+	return ctx_get(ctx, device, sizeof(*device), ITEM_DEVICE);
 }
 
 VGPU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(flags, NULL, &c);
-
-	if (rc)
-		return rc;
-	*flags = vgpu_ctx_flags(c);
-	return CUDA_SUCCESS;
+	return ctx_get(NULL, flags, sizeof(*flags), ITEM_FLAGS);
 }
 
 /*
@@ -103,48 +121,22 @@ VGPU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
 
 VGPU_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(ctxId, ctx, &c);
-
-	if (rc)
-		return rc;
-	*ctxId = vgpu_ctx_uid(c);
-	return CUDA_SUCCESS;
+	return ctx_get(ctx, ctxId, sizeof(*ctxId), ITEM_ID);
 }
 
 VGPU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(version, ctx, &c);
-
-	if (rc)
-		return rc;
-	*version = CTX_API_VERSION;
-	return CUDA_SUCCESS;
+	return ctx_get(ctx, version, sizeof(*version), ITEM_API_VERSION);
 }
 
 VGPU_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(pconfig, NULL, &c);
-
-	if (rc)
-		return rc;
-	*pconfig = (CUfunc_cache)__atomic_load_n(&obj_of(c)->cache, __ATOMIC_RELAXED);
-	return CUDA_SUCCESS;
+	return ctx_get(NULL, pconfig, sizeof(*pconfig), ITEM_CACHE);
 }
 
-/* No shared-memory bank configuration since Maxwell: the driver answers
- * four-byte banks whatever was set. */
 VGPU_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
 {
-	struct vgpu_ctx *c;
-	CUresult rc = ctx_query(pConfig, NULL, &c);
-
-	if (rc)
-		return rc;
-	*pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
-	return CUDA_SUCCESS;
+	return ctx_get(NULL, pConfig, sizeof(*pConfig), ITEM_SHMEM);
 }
 
 VGPU_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
@@ -191,17 +183,23 @@ VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	return rc ? rc : ctx_sync(c);
 }
 
+/* A configuration setter's checks: @v (at most @max), then the current
+ * context. */
+static CUresult ctx_setting(unsigned int v, unsigned int max, struct vgpu_ctx **c)
+{
+	CUresult rc = vgpu_initialized();
+
+	if (!rc && v > max)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return rc ? rc : vgpu_ctx_current(c);
+}
+
 VGPU_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
 {
 	struct vgpu_cqe cqe;
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_setting((unsigned)config, CU_FUNC_CACHE_PREFER_EQUAL, &c);
 
-	if (rc)
-		return rc;
-	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
 	if (rc)
 		return rc;
 	rc = ctx_call(c, VGPU_OP_CTX_SET_CACHE_CONFIG, (uint64_t)config, 0, &cqe);
@@ -214,14 +212,7 @@ VGPU_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
 {
 	struct vgpu_cqe cqe;
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = ctx_setting((unsigned)config, CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE, &c);
 
-	if (rc)
-		return rc;
-	if ((unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&c);
-	if (rc)
-		return rc;
-	return ctx_call(c, VGPU_OP_CTX_SET_SHMEM_CONFIG, (uint64_t)config, 0, &cqe);
+	return rc ? rc : ctx_call(c, VGPU_OP_CTX_SET_SHMEM_CONFIG, (uint64_t)config, 0, &cqe);
 }

@@ -79,14 +79,9 @@ VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
-	ev = calloc(1, sizeof(*ev));
+	ev = vgpu_obj_new(sizeof(*ev), offsetof(struct vgpu_event, id), VGPU_K_EVENT);
 	if (!ev)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	ev->id = vgpu_id_alloc(VGPU_K_EVENT);
-	if (!ev->id) {
-		free(ev);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	ev->magic = VGPU_EVENT_MAGIC;
 	ev->ctx = ctx;
 	ev->flags = Flags;

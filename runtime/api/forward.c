@@ -13,16 +13,21 @@ static void take_ctx(struct vgpu_fwd *f, struct vgpu_ctx *c)
 		f->ctx = c;
 }
 
+/* A resolved handle: its context the call's unless an earlier handle gave
+ * one, its id @oid the ring's. */
+static CUresult taken(struct vgpu_fwd *f, struct vgpu_ctx *c, uint32_t oid, uint32_t *id)
+{
+	take_ctx(f, c);
+	*id = oid;
+	return CUDA_SUCCESS;
+}
+
 CUresult vgpu_fwd_ctx(struct vgpu_fwd *f, CUcontext h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
 	CUresult rc = vgpu_ctx_resolve(h, &c);
 
-	if (rc)
-		return rc;
-	take_ctx(f, c);
-	*id = c->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, c, c->id, id);
 }
 
 CUresult vgpu_fwd_stream(struct vgpu_fwd *f, CUstream h, uint32_t *id)
@@ -42,11 +47,7 @@ CUresult vgpu_fwd_event(struct vgpu_fwd *f, CUevent h, uint32_t *id)
 	struct vgpu_event *e;
 	CUresult rc = vgpu_event_resolve(h, &e);
 
-	if (rc)
-		return rc;
-	take_ctx(f, e->ctx);
-	*id = e->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, e->ctx, e->id, id);
 }
 
 CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
@@ -54,11 +55,7 @@ CUresult vgpu_fwd_func(struct vgpu_fwd *f, const void *h, uint32_t *id)
 	struct vgpu_func *fn;
 	CUresult rc = vgpu_func_resolve((CUfunction)h, &fn);
 
-	if (rc)
-		return rc;
-	take_ctx(f, fn->mod->ctx);
-	*id = fn->id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, fn->mod->ctx, fn->id, id);
 }
 
 CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id)
@@ -66,11 +63,7 @@ CUresult vgpu_fwd_module(struct vgpu_fwd *f, CUmodule h, uint32_t *id)
 	struct module *m;
 	CUresult rc = vgpu_module_resolve(h, &m);
 
-	if (rc)
-		return rc;
-	take_ctx(f, m->m.ctx);
-	*id = m->m.id;
-	return CUDA_SUCCESS;
+	return rc ? rc : taken(f, m->m.ctx, m->m.id, id);
 }
 
 CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind, uint32_t *id)
@@ -87,15 +80,11 @@ CUresult vgpu_fwd_gen(struct vgpu_fwd *f, const void *h, enum vgpu_gen_kind kind
 CUresult vgpu_fwd_gen_new(struct vgpu_fwd *f, enum vgpu_gen_kind kind, struct vgpu_gen_obj **obj,
 			  uint32_t *id)
 {
-	struct vgpu_gen_obj *o = calloc(1, sizeof(*o));
+	struct vgpu_gen_obj *o = vgpu_obj_new(sizeof(*o), offsetof(struct vgpu_gen_obj, id),
+					      VGPU_K_GEN);
 
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	o->id = vgpu_id_alloc(VGPU_K_GEN);
-	if (!o->id) {
-		free(o);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	o->magic = VGPU_GEN_MAGIC;
 	o->kind = kind;
 	o->ctx = f->ctx;
@@ -132,24 +121,27 @@ CUresult vgpu_fwd_str(const char *s, size_t *len)
 	return CUDA_SUCCESS;
 }
 
+/* A lookup's result: on success the handle's context, *@c, is the call's
+ * unless an earlier handle gave one. */
+static CUresult took(struct vgpu_fwd *f, CUresult rc, struct vgpu_ctx *const *c)
+{
+	if (!rc)
+		take_ctx(f, *c);
+	return rc;
+}
+
 CUresult vgpu_fwd_graph(struct vgpu_fwd *f, CUgraph h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_graph_lookup(h, &c, id);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_lookup(h, &c, id), &c);
 }
 
 CUresult vgpu_fwd_exec(struct vgpu_fwd *f, CUgraphExec h, uint32_t *id)
 {
 	struct vgpu_ctx *c;
-	CUresult rc = vgpu_graph_exec_lookup(h, &c, id);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_exec_lookup(h, &c, id), &c);
 }
 
 CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id)
@@ -157,11 +149,8 @@ CUresult vgpu_fwd_node(struct vgpu_fwd *f, CUgraphNode h, uint32_t *id)
 	struct vgpu_ctx *c;
 	CUgraphNodeType type;
 	CUgraph g;
-	CUresult rc = vgpu_graph_node_lookup(h, &g, id, &type, &c);
 
-	if (!rc)
-		take_ctx(f, c);
-	return rc;
+	return took(f, vgpu_graph_node_lookup(h, &g, id, &type, &c), &c);
 }
 
 CUresult vgpu_fwd_dev(CUdevice d, int32_t *out)
@@ -175,6 +164,40 @@ CUresult vgpu_fwd_dev(CUdevice d, int32_t *out)
 CUresult vgpu_fwd_ctx_default(struct vgpu_fwd *f)
 {
 	return f->ctx ? CUDA_SUCCESS : vgpu_ctx_current(&f->ctx);
+}
+
+CUresult vgpu_call_exact(struct vgpu_req *r, void *out, size_t len)
+{
+	uint8_t got[256];
+	CUresult rc;
+
+	if (len > sizeof(got))
+		return CUDA_ERROR_INVALID_VALUE;
+	r->reply = got;
+	r->reply_cap = (uint32_t)len;
+	rc = vgpu_call(r);
+	if (!rc && r->cqe.val[2] != len)
+		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered no value */
+	if (!rc)
+		memcpy(out, got, len);
+	return rc;
+}
+
+void *vgpu_call_records(struct vgpu_req *r, size_t size, size_t max, size_t *n, CUresult *rc)
+{
+	void *got = malloc(max * size);
+
+	*n = 0;
+	*rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!got)
+		return NULL;
+	r->reply = got;
+	r->reply_cap = (uint32_t)(max * size);
+	*rc = vgpu_call(r);
+	*n = r->cqe.val[0];
+	if (!*rc && (*n > max || r->cqe.val[2] != *n * size))
+		*rc = CUDA_ERROR_UNKNOWN;
+	return got;
 }
 
 CUresult vgpu_fwd_call(const struct vgpu_fwd *f, const void *args, size_t args_len,

@@ -64,6 +64,20 @@ VGPU_HIDDEN CUresult vgpu_fwd_dev(CUdevice d, int32_t *out);
 /* No handle named a context: the calling thread's current one. */
 VGPU_HIDDEN CUresult vgpu_fwd_ctx_default(struct vgpu_fwd *f);
 /*
+ * A synchronous request whose answer is one value of exactly @len bytes
+ * (256 at most), copied to @out only when whole: a failed call leaves the
+ * program's output as it was.
+ */
+VGPU_HIDDEN CUresult vgpu_call_exact(struct vgpu_req *r, void *out, size_t len);
+/*
+ * A synchronous request answering up to @max records of @size bytes, their
+ * count in cqe.val[0]: returns the buffer it allocated for them (free() it
+ * whatever *@rc says; NULL only when out of memory), the count, checked
+ * against the bytes, in *@n.
+ */
+VGPU_HIDDEN void *vgpu_call_records(struct vgpu_req *r, size_t size, size_t max, size_t *n,
+				    CUresult *rc);
+/*
  * The request: @args (a vgpu_args_NAME) and @extra (an input array) in;
  * @res (a vgpu_res_NAME) and @res_extra (an output array) out. Asynchronous
  * calls have no outputs. Returns the call's CUresult.

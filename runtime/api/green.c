@@ -22,9 +22,11 @@
 #include <string.h>
 
 #include "context.h"
+#include "entry.h"
 #include "dark_api.h"
 #include "driver.h"
 #include "client.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -52,8 +54,6 @@ static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 			     CUdevResourceType type)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_DEV_RESOURCE } };
-	CUdevResource res;
-	CUresult rc;
 
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -61,14 +61,7 @@ static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 	r.sqe.arg[0] = (uint64_t)dev;
 	r.sqe.arg[1] = (uint32_t)type;
 	r.sqe.arg[2] = ctx != 0;
-	r.reply = &res;
-	r.reply_cap = sizeof(res);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(res))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		*out = res;
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 VGPU_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
@@ -330,13 +323,10 @@ VGPU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
 VGPU_EXPORT CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
 {
 	struct vgpu_green *g;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(pContext);
 
-	if (rc)
-		return rc;
-	if (!pContext)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = green_resolve(hCtx, false, &g);
+	if (!rc)
+		rc = green_resolve(hCtx, false, &g);
 	if (!rc)
 		*pContext = (CUcontext)g->ctx;
 	return rc;
@@ -347,12 +337,10 @@ VGPU_EXPORT CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *gr
 {
 	struct vgpu_green *g;
 	struct vgpu_ctx *ctx;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(greenCtxId);
 
 	if (rc)
 		return rc;
-	if (!greenCtxId)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (greenCtx) {
 		rc = green_resolve(greenCtx, false, &g);
 		ctx = rc ? NULL : g->ctx;
@@ -371,26 +359,15 @@ VGPU_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *re
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GREEN_RESOURCE } };
 	struct vgpu_green *g;
-	CUdevResource res;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(resource);
 
-	if (rc)
-		return rc;
-	if (!resource)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = green_resolve(hCtx, false, &g);
+	if (!rc)
+		rc = green_resolve(hCtx, false, &g);
 	if (rc)
 		return rc;
 	r.sqe.arg[0] = g->id;
 	r.sqe.arg[1] = (uint32_t)type;
-	r.reply = &res;
-	r.reply_cap = sizeof(res);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(res))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		*resource = res;
-	return rc;
+	return vgpu_call_exact(&r, resource, sizeof(*resource));
 }
 
 VGPU_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,

@@ -33,6 +33,7 @@
 
 #include "calls_hand_gen.h"
 #include "driver.h"
+#include "entry.h"
 #include "graph.h"
 #include "handles.h"
 #include "init.h"
@@ -355,12 +356,10 @@ static CUresult host_func(CUstream h, bool ptds, void (*fn)(void *), void *data)
 
 CUresult vgpu_hand_cuLaunchHostFunc(bool ptds, CUstream h, CUhostFn fn, void *data)
 {
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(fn);
 
 	if (rc)
 		return rc;
-	if (!fn)
-		return CUDA_ERROR_INVALID_VALUE;
 	return host_func(h, ptds, fn, data);
 }
 

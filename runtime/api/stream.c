@@ -39,16 +39,12 @@ static unsigned long long next_uid = 1;
 static CUresult stream_new(struct vgpu_ctx *ctx, struct vgpu_green *green, unsigned int flags,
 			   int priority, struct stream **out)
 {
-	struct stream *st = calloc(1, sizeof(*st));
+	struct stream *st = vgpu_obj_new(sizeof(*st), offsetof(struct stream, s.id),
+					 VGPU_K_STREAM);
 	CUresult rc;
 
 	if (!st)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	st->s.id = vgpu_id_alloc(VGPU_K_STREAM);
-	if (!st->s.id) {
-		free(st);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	st->s.magic = VGPU_STREAM_MAGIC;
 	st->s.ctx = ctx;
 	st->s.flags = flags;
@@ -228,13 +224,21 @@ CUresult vgpu_stream_lookup(CUstream h, bool ptds_default, struct vgpu_stream **
 
 /* ---- entry points -------------------------------------------------------- */
 
-static void priority_range(int *least, int *greatest)
+/* Out-of-range priorities are clamped, as CUDA does. */
+static int clamp_priority(int priority)
 {
+	int least, greatest;
+
 	/* H100's range, should the context code not answer. */
-	if (cuCtxGetStreamPriorityRange(least, greatest)) {
-		*least = 0;
-		*greatest = -5;
+	if (cuCtxGetStreamPriorityRange(&least, &greatest)) {
+		least = 0;
+		greatest = -5;
 	}
+	if (priority > least)
+		priority = least;
+	if (priority < greatest)
+		priority = greatest;
+	return priority;
 }
 
 static CUresult create(CUstream *ph, unsigned int flags, int priority)
@@ -261,15 +265,8 @@ CUresult vgpu_stream_create_green(struct vgpu_green *g, unsigned int flags, int 
 				  CUstream *out)
 {
 	struct stream *st;
-	int least, greatest;
-	CUresult rc;
+	CUresult rc = stream_new(g->ctx, g, flags, clamp_priority(priority), &st);
 
-	priority_range(&least, &greatest);
-	if (priority > least)
-		priority = least;
-	if (priority < greatest)
-		priority = greatest;
-	rc = stream_new(g->ctx, g, flags, priority, &st);
 	if (!rc)
 		*out = (CUstream)st;
 	return rc;
@@ -283,18 +280,9 @@ VGPU_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 VGPU_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
 						int priority)
 {
-	int least, greatest;
 	CUresult rc = vgpu_initialized();
 
-	if (rc)
-		return rc;
-	/* Out-of-range priorities are clamped, as CUDA does. */
-	priority_range(&least, &greatest);
-	if (priority > least)
-		priority = least;
-	if (priority < greatest)
-		priority = greatest;
-	return create(phStream, flags, priority);
+	return rc ? rc : create(phStream, flags, clamp_priority(priority));
 }
 
 CUresult vgpu_hand_cuStreamDestroy(CUstream h)
@@ -310,40 +298,70 @@ CUresult vgpu_hand_cuStreamDestroy(CUstream h)
 	return stream_free(st);
 }
 
-/* Entry check plus lookup, for the getters below. */
-static CUresult get(CUstream h, bool ptds_default, struct stream **st, struct vgpu_ctx **ctx)
+/* Entry check, lookup, then the getter's output (not NULL). */
+static CUresult get(CUstream h, bool ptds_default, const void *out, struct stream **st,
+		    struct vgpu_ctx **ctx)
 {
 	CUresult rc = vgpu_initialized();
 
-	return rc ? rc : lookup(h, ptds_default, st, ctx);
+	if (!rc)
+		rc = lookup(h, ptds_default, st, ctx);
+	if (!rc && !out)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return rc;
+}
+
+/* What an integer getter answers: get_item's varying part. */
+enum stream_item { ITEM_PRIORITY, ITEM_FLAGS, ITEM_ID, ITEM_DEVICE };
+
+/* @st NULL: a special stream of context @ctx. */
+static uint64_t stream_item(const struct stream *st, const struct vgpu_ctx *ctx,
+			    enum stream_item what)
+{
+	switch (what) {
+	case ITEM_PRIORITY:
+		return (uint64_t)(st ? st->s.priority : ctx->null_priority);
+	case ITEM_FLAGS:
+		return st ? st->s.flags : 0;
+	case ITEM_ID:
+		return st ? st->uid : 0;	/* 0: the legacy stream */
+	case ITEM_DEVICE:
+		return (uint64_t)ctx->dev;
+	}
+	return 0;
+}
+
+/* Item @what of stream @h into *@out, an integer of @size bytes. */
+static CUresult get_item(CUstream h, bool ptds_default, void *out, size_t size,
+			 enum stream_item what)
+{
+	struct stream *st;
+	struct vgpu_ctx *ctx;
+	CUresult rc = get(h, ptds_default, out, &st, &ctx);
+
+	if (!rc)
+		vgpu_put_uint(out, size, stream_item(st, ctx, what));
+	return rc;
 }
 
 CUresult vgpu_hand_cuStreamGetPriority(bool ptds_default, CUstream h, int *priority)
 {
-	struct stream *st;
-	struct vgpu_ctx *ctx;
-	CUresult rc = get(h, ptds_default, &st, &ctx);
-
-	if (rc)
-		return rc;
-	if (!priority)
-		return CUDA_ERROR_INVALID_VALUE;
-	*priority = st ? st->s.priority : ctx->null_priority;
-	return CUDA_SUCCESS;
+	return get_item(h, ptds_default, priority, sizeof(*priority), ITEM_PRIORITY);
 }
 
 CUresult vgpu_hand_cuStreamGetFlags(bool ptds_default, CUstream h, unsigned int *flags)
 {
-	struct stream *st;
-	struct vgpu_ctx *ctx;
-	CUresult rc = get(h, ptds_default, &st, &ctx);
+	return get_item(h, ptds_default, flags, sizeof(*flags), ITEM_FLAGS);
+}
 
-	if (rc)
-		return rc;
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	*flags = st ? st->s.flags : 0;
-	return CUDA_SUCCESS;
+CUresult vgpu_hand_cuStreamGetId(bool ptds_default, CUstream h, unsigned long long *id)
+{
+	return get_item(h, ptds_default, id, sizeof(*id), ITEM_ID);
+}
+
+CUresult vgpu_hand_cuStreamGetDevice(bool ptds_default, CUstream h, CUdevice *dev)
+{
+	return get_item(h, ptds_default, dev, sizeof(*dev), ITEM_DEVICE);
 }
 
 CUresult vgpu_hand_cuStreamGetCtx(bool ptds_default, CUstream h, CUcontext *pctx,
@@ -351,12 +369,10 @@ CUresult vgpu_hand_cuStreamGetCtx(bool ptds_default, CUstream h, CUcontext *pctx
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
-	CUresult rc = get(h, ptds_default, &st, &ctx);
+	CUresult rc = get(h, ptds_default, pctx, &st, &ctx);
 
 	if (rc)
 		return rc;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (!pgreen) {	/* cuStreamGetCtx: a green context's own context */
 		*pctx = (CUcontext)ctx;
 		return CUDA_SUCCESS;
@@ -377,14 +393,11 @@ VGPU_EXPORT CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
 {
 	struct stream *st;
 	struct vgpu_ctx *ctx;
-	CUresult rc = get(hStream, false, &st, &ctx);
+	CUresult rc = get(hStream, false, phCtx, &st, &ctx);
 
-	if (rc)
-		return rc;
-	if (!phCtx)
-		return CUDA_ERROR_INVALID_VALUE;
-	*phCtx = (CUgreenCtx)ctx->green;
-	return CUDA_SUCCESS;
+	if (!rc)
+		*phCtx = (CUgreenCtx)ctx->green;
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
@@ -395,34 +408,6 @@ VGPU_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 VGPU_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
 {
 	return vgpu_hand_cuStreamGetCtx(true, hStream, pctx, NULL);
-}
-
-CUresult vgpu_hand_cuStreamGetId(bool ptds_default, CUstream h, unsigned long long *id)
-{
-	struct stream *st;
-	struct vgpu_ctx *ctx;
-	CUresult rc = get(h, ptds_default, &st, &ctx);
-
-	if (rc)
-		return rc;
-	if (!id)
-		return CUDA_ERROR_INVALID_VALUE;
-	*id = st ? st->uid : 0;	/* 0: the legacy stream */
-	return CUDA_SUCCESS;
-}
-
-CUresult vgpu_hand_cuStreamGetDevice(bool ptds_default, CUstream h, CUdevice *dev)
-{
-	struct stream *st;
-	struct vgpu_ctx *ctx;
-	CUresult rc = get(h, ptds_default, &st, &ctx);
-
-	if (rc)
-		return rc;
-	if (!dev)
-		return CUDA_ERROR_INVALID_VALUE;
-	*dev = ctx->dev;
-	return CUDA_SUCCESS;
 }
 
 /* STREAM_SYNCHRONIZE and STREAM_QUERY: synchronous, on sqe.stream. */

@@ -14,6 +14,7 @@
 #include "client.h"
 #include "driver.h"
 #include "entry.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 
@@ -66,26 +67,16 @@ CUresult vgpu_hand_cuStreamGetAttribute(bool ptds, CUstream h, CUstreamAttrID id
 					CUstreamAttrValue *out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_STREAM_GET_ATTR } };
-	CUstreamAttrValue v;
 	struct vgpu_ctx *ctx;
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
 	r.sqe.stream = sid;
 	r.sqe.arg[0] = (uint32_t)id;
-	r.reply = &v;
-	r.reply_cap = sizeof(v);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(v))
-		rc = CUDA_ERROR_UNKNOWN;	/* a worker that answered no value */
-	if (!rc)
-		memcpy(out, &v, sizeof(v));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 CUresult vgpu_hand_cuStreamCopyAttributes(bool ptds, CUstream dst, CUstream src)

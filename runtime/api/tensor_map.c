@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "client.h"
 #include "entry.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 
@@ -19,21 +20,12 @@ static CUresult map_call(uint16_t op, struct vgpu_ctx *ctx, uint64_t arg, const 
 			 uint32_t len, CUtensorMap *out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = op } };
-	CUtensorMap map;
-	CUresult rc;
 
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = arg;
 	r.payload = in;
 	r.payload_len = len;
-	r.reply = &map;
-	r.reply_cap = sizeof(map);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(map))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(out, &map, sizeof(map));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 static CUresult encode(CUtensorMap *out, struct vgpu_tensor_map_req *q)

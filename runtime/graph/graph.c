@@ -48,15 +48,10 @@ static CUresult graph_resolve(void *h, uint32_t magic, struct graph **out)
 
 static struct graph *graph_new(enum vgpu_kind k, uint32_t magic, struct vgpu_ctx *ctx)
 {
-	struct graph *g = calloc(1, sizeof(*g));
+	struct graph *g = vgpu_obj_new(sizeof(*g), offsetof(struct graph, id), k);
 
 	if (!g)
 		return NULL;
-	g->id = vgpu_id_alloc(k);
-	if (!g->id) {
-		free(g);
-		return NULL;
-	}
 	g->magic = magic;
 	g->ctx = ctx;
 	return g;
@@ -201,12 +196,10 @@ CUresult vgpu_hand_cuStreamEndCapture(bool ptds, CUstream h, CUgraph *out)
 	struct vgpu_cqe cqe;
 	struct graph *g;
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	g = graph_new(VGPU_K_GRAPH, VGPU_GRAPH_MAGIC, ctx);
 	if (!g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -235,12 +228,10 @@ CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream h, CUstreamCapture
 	struct vgpu_ctx *ctx;
 	struct vgpu_cqe cqe = { 0 };
 	uint32_t sid;
-	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
+	CUresult rc = vgpu_need_out(vgpu_enter_stream(h, ptds, &ctx, &sid), status);
 
 	if (rc)
 		return rc;
-	if (!status)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE)) {
 		rc = vgpu_call5(VGPU_OP_STREAM_CAPTURE_INFO, ctx->id, sid, 0, 0, 0, 0, 0, &cqe);
 		if (rc)
@@ -383,16 +374,28 @@ CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *
 	return rc;
 }
 
+CUresult vgpu_graph_exec_in(CUgraphExec h, const struct vgpu_ctx *ctx, uint32_t *id)
+{
+	struct vgpu_ctx *ectx;
+	CUresult rc;
+
+	*id = 0;
+	if (!h)
+		return CUDA_SUCCESS;
+	rc = vgpu_graph_exec_lookup(h, &ectx, id);
+	if (!rc && ectx != ctx)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	return rc;
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
 {
 	struct vgpu_cqe cqe;
 	struct graph *g, *e;
-	CUresult rc = graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g);
+	CUresult rc = vgpu_need_out(graph_resolve(hGraph, VGPU_GRAPH_MAGIC, &g), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	e = graph_new(VGPU_K_GRAPH_EXEC, VGPU_GRAPH_EXEC_MAGIC, g->ctx);
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;

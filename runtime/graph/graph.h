@@ -12,6 +12,9 @@
 /* graph.c: a graph's (or an instance's) context and id, the handle checked. */
 VGPU_HIDDEN CUresult vgpu_graph_lookup(CUgraph h, struct vgpu_ctx **ctx, uint32_t *id);
 VGPU_HIDDEN CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx, uint32_t *id);
+/* The instance @h a node setter names, if any (*id 0 when NULL): it must
+ * be of the node's context @ctx. */
+VGPU_HIDDEN CUresult vgpu_graph_exec_in(CUgraphExec h, const struct vgpu_ctx *ctx, uint32_t *id);
 
 /* graph.c: a graph handle with a fresh id the worker does not know yet;
  * one freed with its node handles (a graph the worker forgot). */
@@ -41,6 +44,11 @@ VGPU_HIDDEN void vgpu_graph_node_forget(CUgraphNode h);
 VGPU_HIDDEN CUresult vgpu_graph_node_ids(CUgraph g, const CUgraphNode *h, size_t n,
 					 uint32_t *ids);
 VGPU_HIDDEN bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n);
+/* Sends @r with payload @buf: @len bytes, then the data of the @n edges
+ * when @edges (not all plain) is given, for which @buf has room after @len;
+ * arg[2] says which. CUDA_ERROR_NOT_SUPPORTED beyond one entry's payload. */
+VGPU_HIDDEN CUresult vgpu_graph_edges_call(struct vgpu_req *r, uint8_t *buf, uint32_t len,
+					   const CUgraphEdgeData *edges, size_t n);
 VGPU_HIDDEN CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 					   const CUgraphEdgeData *edges, size_t ndeps,
 					   const CUDA_KERNEL_NODE_PARAMS *p, bool v2);

@@ -153,15 +153,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = ndeps;
-		r.sqe.arg[2] = edges != NULL;
-		r.payload = buf;
-		r.payload_len = sizeof(*v) + ndeps * sizeof(uint32_t);
-		if (edges) {
-			memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
-			r.payload_len += ndeps * sizeof(*edges);
-		}
-		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r)
-							 : CUDA_ERROR_NOT_SUPPORTED;
+		rc = vgpu_graph_edges_call(&r, buf, sizeof(*v) + ndeps * sizeof(uint32_t), edges,
+					   ndeps);
 	}
 	free(buf);
 	if (!rc)
@@ -173,18 +166,16 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 static CUresult set_node(CUgraphExec exec, CUgraphNode h, struct vgpu_node_params *v)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_NODE_SET } };
-	struct vgpu_ctx *ctx, *ectx;
+	struct vgpu_ctx *ctx;
 	CUgraphNodeType type;
 	CUgraph g;
-	uint32_t id, eid = 0;
+	uint32_t id, eid;
 	CUresult rc = vgpu_graph_node_lookup(h, &g, &id, &type, &ctx);
 
-	if (!rc && exec)
-		rc = vgpu_graph_exec_lookup(exec, &ectx, &eid);
+	if (!rc)
+		rc = vgpu_graph_exec_in(exec, ctx, &eid);
 	if (rc)
 		return rc;
-	if (exec && ectx != ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if ((uint32_t)type != v->type)
 		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
@@ -232,12 +223,10 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 	struct vgpu_node_params v = { 0 };
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
-	CUresult rc = vgpu_enter_graph(g, &ctx, &gid);
+	CUresult rc = vgpu_need_out(vgpu_enter_graph(g, &ctx, &gid), p);
 
 	if (rc)
 		return rc;
-	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
 		if (p->kernel.ctx && p->kernel.ctx != (CUcontext)ctx)
 			return vgpu_unsupported("a graph kernel node in another context");

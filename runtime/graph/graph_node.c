@@ -26,6 +26,7 @@
 
 #include "client.h"
 #include "entry.h"
+#include "forward.h"
 #include "graph.h"
 #include "init.h"
 #include "unsupported.h"
@@ -150,12 +151,10 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *count, bool roo
 	struct vgpu_ctx *ctx;
 	uint32_t gid;
 	size_t n, want;
-	CUresult rc = vgpu_enter_graph(h, &ctx, &gid);
+	CUresult rc = vgpu_need_out(vgpu_enter_graph(h, &ctx, &gid), count);
 
 	if (rc)
 		return rc;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (!nodes && !roots) {	/* counting only: any size of graph */
 		struct vgpu_cqe cqe;
 
@@ -164,18 +163,10 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *count, bool roo
 			*count = cqe.val[0];
 		return rc;
 	}
-	got = malloc(VGPU_MAX_GRAPH_NODES * sizeof(*got));
-	if (!got)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = roots;
-	r.reply = got;
-	r.reply_cap = VGPU_MAX_GRAPH_NODES * sizeof(*got);
-	rc = vgpu_call(&r);
-	n = r.cqe.val[0];
-	if (!rc && (n > VGPU_MAX_GRAPH_NODES || r.cqe.val[2] != n * sizeof(*got)))
-		rc = CUDA_ERROR_UNKNOWN;
+	got = vgpu_call_records(&r, sizeof(*got), VGPU_MAX_GRAPH_NODES, &n, &rc);
 	if (rc || !nodes) {
 		if (!rc)
 			*count = n;
@@ -214,12 +205,10 @@ VGPU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
 	struct vgpu_ctx *ctx;
 	struct node *n;
 	uint32_t gid;
-	CUresult rc = node_resolve(hNode, &n, &ctx, &gid);
+	CUresult rc = vgpu_need_out(node_resolve(hNode, &n, &ctx, &gid), type);
 
 	if (rc)
 		return rc;
-	if (!type)
-		return CUDA_ERROR_INVALID_VALUE;
 	*type = n->type;
 	return CUDA_SUCCESS;
 }
@@ -283,12 +272,10 @@ static CUresult get_params(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *out, bool v2)
 	void **ptrs = NULL;
 	uint8_t *reply, *params;
 	uint32_t gid;
-	CUresult rc = node_resolve(h, &n, &ctx, &gid);
+	CUresult rc = vgpu_need_out(node_resolve(h, &n, &ctx, &gid), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
 	reply = malloc(cap);
@@ -425,18 +412,16 @@ CUresult vgpu_graph_kernel_set(CUgraphExec exec, CUgraphNode h, const CUDA_KERNE
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_KERNEL_NODE_SET } };
 	uint8_t *buf;
 	struct vgpu_kernel_node k = { 0 };
-	struct vgpu_ctx *ctx, *ectx;
+	struct vgpu_ctx *ctx;
 	struct vgpu_func *f;
 	struct node *n;
-	uint32_t gid, eid = 0;
+	uint32_t gid, eid;
 	CUresult rc = node_resolve(h, &n, &ctx, &gid);
 
-	if (!rc && exec)
-		rc = vgpu_graph_exec_lookup(exec, &ectx, &eid);
+	if (!rc)
+		rc = vgpu_graph_exec_in(exec, ctx, &eid);
 	if (rc)
 		return rc;
-	if (exec && ectx != ctx)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!p || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* A CUkernel is a function here too (see handles.h). */
@@ -526,6 +511,20 @@ bool vgpu_graph_edges_plain(const CUgraphEdgeData *edges, size_t n)
 	return true;
 }
 
+CUresult vgpu_graph_edges_call(struct vgpu_req *r, uint8_t *buf, uint32_t len,
+			       const CUgraphEdgeData *edges, size_t n)
+{
+	_Static_assert(sizeof(*edges) == 8, "edge data layout");
+	r->sqe.arg[2] = edges != NULL;
+	r->payload = buf;
+	r->payload_len = len;
+	if (edges) {
+		memcpy(buf + r->payload_len, edges, n * sizeof(*edges));
+		r->payload_len += n * sizeof(*edges);
+	}
+	return r->payload_len <= vgpu_payload_max() ? vgpu_call(r) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 			       const CUgraphEdgeData *edges, size_t ndeps,
 			       const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
@@ -564,15 +563,7 @@ CUresult vgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = ndeps;
-	r.sqe.arg[2] = edges != NULL;
-	r.payload = buf;
-	r.payload_len = off + ndeps * sizeof(uint32_t);
-	if (edges) {
-		_Static_assert(sizeof(*edges) == 8, "edge data layout");
-		memcpy(buf + r.payload_len, edges, ndeps * sizeof(*edges));
-		r.payload_len += ndeps * sizeof(*edges);
-	}
-	rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+	rc = vgpu_graph_edges_call(&r, buf, off + ndeps * sizeof(uint32_t), edges, ndeps);
 	free(buf);
 	if (rc)
 		return rc;
@@ -632,14 +623,7 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
 		r.sqe.ctx = ctx->id;
 		r.sqe.arg[0] = gid;
 		r.sqe.arg[1] = n;
-		r.sqe.arg[2] = edges != NULL;
-		r.payload = ids;
-		r.payload_len = 2 * n * sizeof(*ids);
-		if (edges) {
-			memcpy(ids + 2 * n, edges, n * sizeof(*edges));
-			r.payload_len += n * sizeof(*edges);
-		}
-		rc = r.payload_len <= vgpu_payload_max() ? vgpu_call(&r) : CUDA_ERROR_NOT_SUPPORTED;
+		rc = vgpu_graph_edges_call(&r, (uint8_t *)ids, 2 * n * sizeof(*ids), edges, n);
 	}
 	free(ids);
 	return rc;

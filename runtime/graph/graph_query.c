@@ -19,6 +19,8 @@
 
 #include "calls_hand_gen.h"
 #include "client.h"
+#include "entry.h"
+#include "forward.h"
 #include "graph.h"
 #include "init.h"
 
@@ -112,19 +114,11 @@ static CUresult edges(CUgraph g, CUgraphNode node, bool dependents, CUgraphNode 
 		return rc;
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
-	got = malloc(VGPU_MAX_GRAPH_EDGES * sizeof(*got));
-	if (!got)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = gid;
 	r.sqe.arg[1] = nid;
 	r.sqe.arg[2] = dependents;
-	r.reply = got;
-	r.reply_cap = VGPU_MAX_GRAPH_EDGES * sizeof(*got);
-	rc = vgpu_call(&r);
-	n = r.cqe.val[0];
-	if (!rc && (n > VGPU_MAX_GRAPH_EDGES || r.cqe.val[2] != n * sizeof(*got)))
-		rc = CUDA_ERROR_UNKNOWN;
+	got = vgpu_call_records(&r, sizeof(*got), VGPU_MAX_GRAPH_EDGES, &n, &rc);
 	want = *count;
 	for (size_t i = 0; !rc && i < want && (from || to || data); i++) {
 		CUgraphNode a = NULL, b = NULL;
@@ -169,28 +163,40 @@ VGPU_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphN
 	return vgpu_hand_cuGraphGetEdges(hGraph, from, to, NULL, numEdges);
 }
 
+/* A node's dependencies or (@dependents) dependent nodes: the other end
+ * of its incoming or outgoing edges, with their data where asked. */
+static CUresult node_edges(CUgraphNode h, bool dependents, CUgraphNode *nodes,
+			   CUgraphEdgeData *data, size_t *count)
+{
+	if (!nodes)
+		data = NULL;
+	if (dependents)
+		return edges(NULL, h, true, NULL, nodes, data, count);
+	return edges(NULL, h, false, nodes, NULL, data, count);
+}
+
 CUresult vgpu_hand_cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode *deps,
 					      CUgraphEdgeData *data, size_t *count)
 {
-	return edges(NULL, h, false, deps, NULL, deps ? data : NULL, count);
+	return node_edges(h, false, deps, data, count);
 }
 
 VGPU_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
 						size_t *numDependencies)
 {
-	return edges(NULL, hNode, false, dependencies, NULL, NULL, numDependencies);
+	return node_edges(hNode, false, dependencies, NULL, numDependencies);
 }
 
 CUresult vgpu_hand_cuGraphNodeGetDependentNodes(CUgraphNode h, CUgraphNode *deps,
 						CUgraphEdgeData *data, size_t *count)
 {
-	return edges(NULL, h, true, NULL, deps, deps ? data : NULL, count);
+	return node_edges(h, true, deps, data, count);
 }
 
 VGPU_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
 						  size_t *numDependentNodes)
 {
-	return edges(NULL, hNode, true, NULL, dependentNodes, NULL, numDependentNodes);
+	return node_edges(hNode, true, dependentNodes, NULL, numDependentNodes);
 }
 
 /*
@@ -346,12 +352,10 @@ CUresult vgpu_hand_cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *out)
 	struct vgpu_cqe cqe = { 0 };
 	CUgraph g, fresh = NULL;
 	uint32_t nid, fid = 0;
-	CUresult rc = typed_node(h, CU_GRAPH_NODE_TYPE_GRAPH, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, CU_GRAPH_NODE_TYPE_GRAPH, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	if (!(e = calloc(1, sizeof(*e))) || vgpu_graph_handle_new(ctx, &fresh, &fid)) {
 		free(e);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -379,12 +383,10 @@ static CUresult node_event(CUgraphNode h, CUgraphNodeType type, CUevent *out)
 	struct vgpu_cqe cqe = { 0 };
 	CUgraph g;
 	uint32_t nid;
-	CUresult rc = typed_node(h, type, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, type, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_call5(VGPU_OP_GRAPH_NODE_OBJECT, ctx->id, 0, nid, 0, 0, 0, 0, &cqe);
 	if (!rc && !(*out = vgpu_event_by_id((uint32_t)cqe.val[0])))
 		rc = CUDA_ERROR_INVALID_HANDLE;	/* destroyed meanwhile */
@@ -535,24 +537,14 @@ CUresult vgpu_hand_cuGraphKernelNodeGetAttribute(CUgraphNode h, CUkernelNodeAttr
 CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MEMCPY_NODE_GET } };
-	CUDA_MEMCPY3D c;
 	struct vgpu_ctx *ctx;
 	CUgraph g;
 	uint32_t nid;
-	CUresult rc = typed_node(h, CU_GRAPH_NODE_TYPE_MEMCPY, &g, &nid, &ctx);
+	CUresult rc = vgpu_need_out(typed_node(h, CU_GRAPH_NODE_TYPE_MEMCPY, &g, &nid, &ctx), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
-	r.reply = &c;
-	r.reply_cap = sizeof(c);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(c))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(out, &c, sizeof(c));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }

@@ -111,10 +111,35 @@ static bool copy_pinned(const struct xfer *x, uint64_t dev, uint8_t *host, uint6
 	return true;
 }
 
-static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, uint64_t n)
+/* A copy too large for one entry: through a pinned registration where the
+ * host range has one, else staged through the bulk channel in pieces. */
+static CUresult copy_bulk(const struct xfer *x, uint64_t dev, uint8_t *host, uint64_t n, bool up)
 {
+	uint16_t op = up ? VGPU_OP_MEMCPY_HTOD_STAGED : VGPU_OP_MEMCPY_DTOH_STAGED;
 	CUresult rc;
 
+	if (copy_pinned(x, dev, host, n, up, &rc))
+		return rc;
+	for (uint64_t done = 0; done < n;) {
+		uint64_t piece = MIN(n - done, BULK_PIECE);
+		struct vgpu_req r = {
+			.sqe = { .opcode = op, .ctx = x->ctx, .stream = x->stream,
+				 .arg = { dev + done, piece } },
+		};
+
+		if (up)
+			rc = vgpu_call_send(&r, host + done, piece);
+		else
+			rc = vgpu_call_recv(&r, host + done, piece);
+		if (rc)
+			return rc;
+		done += piece;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, uint64_t n)
+{
 	if (n <= MIN(SMALL_COPY, vgpu_payload_max())) {
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_HTOD, .arg = { dst, n } },
@@ -124,27 +149,12 @@ static CUresult upload(const struct xfer *x, uint64_t dst, const uint8_t *src, u
 
 		return issue(x, &r);
 	}
-	if (copy_pinned(x, dst, (uint8_t *)src, n, true, &rc))
-		return rc;
-	for (uint64_t done = 0; done < n;) {
-		uint64_t piece = MIN(n - done, BULK_PIECE);
-		struct vgpu_req r = {
-			.sqe = { .opcode = VGPU_OP_MEMCPY_HTOD_STAGED, .ctx = x->ctx,
-				 .stream = x->stream, .arg = { dst + done, piece } },
-		};
-		rc = vgpu_call_send(&r, src + done, piece);
-		if (rc)
-			return rc;
-		done += piece;
-	}
-	return CUDA_SUCCESS;
+	return copy_bulk(x, dst, (uint8_t *)src, n, true);
 }
 
 /* Always synchronous: the data lands in the program's buffer. */
 static CUresult download(const struct xfer *x, uint8_t *dst, uint64_t src, uint64_t n)
 {
-	CUresult rc;
-
 	if (n <= x->s->ring.reply_slot_size) {
 		struct vgpu_req r = {
 			.sqe = { .opcode = VGPU_OP_MEMCPY_DTOH, .ctx = x->ctx,
@@ -152,26 +162,13 @@ static CUresult download(const struct xfer *x, uint8_t *dst, uint64_t src, uint6
 			.reply = dst,
 			.reply_cap = (uint32_t)n,
 		};
+		CUresult rc = vgpu_call(&r);
 
-		rc = vgpu_call(&r);
 		if (!rc && r.cqe.val[2] != n)
 			rc = CUDA_ERROR_UNKNOWN;
 		return rc;
 	}
-	if (copy_pinned(x, src, dst, n, false, &rc))
-		return rc;
-	for (uint64_t done = 0; done < n;) {
-		uint64_t piece = MIN(n - done, BULK_PIECE);
-		struct vgpu_req r = {
-			.sqe = { .opcode = VGPU_OP_MEMCPY_DTOH_STAGED, .ctx = x->ctx,
-				 .stream = x->stream, .arg = { src + done, piece } },
-		};
-		rc = vgpu_call_recv(&r, dst + done, piece);
-		if (rc)
-			return rc;
-		done += piece;
-	}
-	return CUDA_SUCCESS;
+	return copy_bulk(x, src, dst, n, false);
 }
 
 static CUresult copy_1d(const struct xfer *x, uint64_t dst, uint64_t src, uint64_t n)

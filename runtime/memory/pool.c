@@ -14,6 +14,7 @@
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "entry.h"
+#include "forward.h"
 #include "handles.h"
 #include "init.h"
 #include "log.h"
@@ -662,18 +663,13 @@ VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void 
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((rc = some_ctx(&ctx)) || (rc = vgpu_session(&s)))
 		return rc;
-	p = calloc(1, sizeof(*p));
+	p = vgpu_obj_new(sizeof(*p), offsetof(struct vgpu_pool, id), VGPU_K_POOL);
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* The pool is taken to be of the current context's device. */
 	p->dev = !vgpu_ctx_current(&cur) && cur ? cur->dev : 0;
 	p->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	p->imported = true;
-	p->id = vgpu_id_alloc(VGPU_K_POOL);
-	if (!p->id) {
-		free(p);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	/* The descriptor first: the worker keeps it until the entry comes. */
 	m.token = vgpu_fd_token();
 	vgpu_fd_lock();
@@ -696,7 +692,6 @@ VGPU_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *out, void 
 VGPU_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_POOL_EXPORT_PTR } };
-	CUmemPoolPtrExportData d;
 	struct vgpu_pool *p;
 	uint32_t ctx;
 	CUresult rc = vgpu_initialized();
@@ -711,14 +706,7 @@ VGPU_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdevic
 		return rc;
 	r.sqe.ctx = ctx;
 	r.sqe.arg[0] = ptr;
-	r.reply = &d;
-	r.reply_cap = sizeof(d);
-	rc = vgpu_call(&r);
-	if (!rc && r.cqe.val[2] != sizeof(d))
-		rc = CUDA_ERROR_UNKNOWN;
-	if (!rc)
-		memcpy(out, &d, sizeof(d));
-	return rc;
+	return vgpu_call_exact(&r, out, sizeof(*out));
 }
 
 VGPU_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool h,

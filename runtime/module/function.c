@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "entry.h"
 #include "init.h"
 #include "log.h"
 #include "module.h"
@@ -207,12 +208,10 @@ VGPU_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, co
 VGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(kernel, &f);
+	CUresult rc = vgpu_need_out(vgpu_func_get(kernel, &f), pFunc);
 
 	if (rc)
 		return rc;
-	if (!pFunc)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pFunc = (CUfunction)f;
 	return CUDA_SUCCESS;
 }
@@ -220,12 +219,10 @@ VGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 static CUresult func_module(void *h, void **out)
 {
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(h, &f);
+	CUresult rc = vgpu_need_out(vgpu_func_get(h, &f), out);
 
 	if (rc)
 		return rc;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
 	*out = f->mod;
 	return CUDA_SUCCESS;
 }
@@ -243,12 +240,10 @@ VGPU_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 static CUresult func_name(void *h, const char **name)
 {
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(h, &f);
+	CUresult rc = vgpu_need_out(vgpu_func_get(h, &f), name);
 
 	if (rc)
 		return rc;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
 	*name = f->name;
 	return CUDA_SUCCESS;
 }
@@ -293,12 +288,10 @@ VGPU_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, si
 VGPU_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(function, &f);
+	CUresult rc = vgpu_need_out(vgpu_func_get(function, &f), state);
 
 	if (rc)
 		return rc;
-	if (!state)
-		return CUDA_ERROR_INVALID_VALUE;
 	*state = CU_FUNCTION_LOADING_STATE_LOADED;	/* the worker loads eagerly */
 	return CUDA_SUCCESS;
 }
@@ -387,12 +380,10 @@ static CUresult put_function(struct module *m, const char *name, unsigned int i,
 static CUresult function_count(void *h, unsigned int *count)
 {
 	struct module *m;
-	CUresult rc = vgpu_module_resolve(h, &m);
+	CUresult rc = vgpu_need_out(vgpu_module_resolve(h, &m), count);
 
 	if (rc)
 		return rc;
-	if (!count)
-		return CUDA_ERROR_INVALID_VALUE;
 	return each_function(m, count, NULL, NULL);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "entry.h"
 #include "memory.h"
 #include "module.h"
 
@@ -51,12 +52,10 @@ static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_
 	struct global *g;
 	size_t len;
 	uint32_t h;
-	CUresult rc = vgpu_module_resolve(hmod, &m);
+	CUresult rc = vgpu_need_out(vgpu_module_resolve(hmod, &m), name);
 
 	if (rc)
 		return rc;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
 	len = strlen(name) + 1;
 	if (len > VGPU_MAX_NAME)
 		return CUDA_ERROR_NOT_FOUND;

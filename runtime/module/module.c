@@ -115,14 +115,9 @@ static CUresult load_bytes(const void *image, uint64_t size, bool library, struc
 
 	if (rc && !(library && rc == CUDA_ERROR_INVALID_CONTEXT))
 		return rc;
-	m = calloc(1, sizeof(*m));
+	m = vgpu_obj_new(sizeof(*m), offsetof(struct module, m.id), VGPU_K_MODULE);
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	m->m.id = vgpu_id_alloc(VGPU_K_MODULE);
-	if (!m->m.id) {
-		free(m);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	if (ctx) {
 		rc = send_image(m, ctx, image, size);
 	} else {
@@ -323,15 +318,21 @@ VGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 	return rc ? rc : load_file(fname, false, (struct module **)module);
 }
 
-VGPU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+/* cuModuleUnload or (@library) cuLibraryUnload: a library's module view
+ * goes with cuLibraryUnload only, a module with cuModuleUnload only. */
+static CUresult unload_handle(void *h, bool library)
 {
 	struct module *m;
-	CUresult rc = vgpu_module_lookup(hmod, &m);
+	CUresult rc = vgpu_module_lookup(h, &m);
 
 	if (rc)
 		return rc;
-	/* A library's module view goes with cuLibraryUnload only. */
-	return m->m.is_library ? CUDA_ERROR_INVALID_HANDLE : unload(m);
+	return m->m.is_library == library ? unload(m) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+VGPU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+	return unload_handle(hmod, false);
 }
 
 /*
@@ -351,10 +352,11 @@ VGPU_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 	return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
-				       CUjit_option *jitOptions, void **jitOptionsValues,
-				       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
-				       void **libraryOptionValues, unsigned int numLibraryOptions)
+/* What cuLibraryLoadData and cuLibraryLoadFromFile check before loading. */
+static CUresult library_entry(CUlibrary *library, CUjit_option *jitOptions,
+			      void **jitOptionsValues, unsigned int numJitOptions,
+			      CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			      unsigned int numLibraryOptions)
 {
 	CUresult rc = vgpu_enter_nonnull(library);
 
@@ -362,6 +364,17 @@ VGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 		rc = jit_options(numJitOptions, jitOptions, jitOptionsValues);
 	if (!rc)
 		rc = library_options(numLibraryOptions, libraryOptions, libraryOptionValues);
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+				       CUjit_option *jitOptions, void **jitOptionsValues,
+				       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+				       void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+	CUresult rc = library_entry(library, jitOptions, jitOptionsValues, numJitOptions,
+				    libraryOptions, libraryOptionValues, numLibraryOptions);
+
 	return rc ? rc : load_image(code, true, (struct module **)library);
 }
 
@@ -372,34 +385,24 @@ VGPU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileN
 					   void **libraryOptionValues,
 					   unsigned int numLibraryOptions)
 {
-	CUresult rc = vgpu_enter_nonnull(library);
+	CUresult rc = library_entry(library, jitOptions, jitOptionsValues, numJitOptions,
+				    libraryOptions, libraryOptionValues, numLibraryOptions);
 
-	if (!rc)
-		rc = jit_options(numJitOptions, jitOptions, jitOptionsValues);
-	if (!rc)
-		rc = library_options(numLibraryOptions, libraryOptions, libraryOptionValues);
 	return rc ? rc : load_file(fileName, true, (struct module **)library);
 }
 
 VGPU_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 {
-	struct module *m;
-	CUresult rc = vgpu_module_lookup(library, &m);
-
-	if (rc)
-		return rc;
-	return m->m.is_library ? unload(m) : CUDA_ERROR_INVALID_HANDLE;
+	return unload_handle(library, true);
 }
 
 VGPU_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
 	struct module *m;
-	CUresult rc = vgpu_module_resolve(library, &m);
+	CUresult rc = vgpu_need_out(vgpu_module_resolve(library, &m), pMod);
 
 	if (rc)
 		return rc;
-	if (!pMod)
-		return CUDA_ERROR_INVALID_VALUE;
 	*pMod = (CUmodule)m;
 	return CUDA_SUCCESS;
 }

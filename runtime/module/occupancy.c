@@ -64,18 +64,28 @@ VGPU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 	return occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags);
 }
 
+/* What the cluster queries check first: the function, then their output
+ * and launch configuration. */
+static CUresult cluster_entry(CUfunction func, const void *out, const CUlaunchConfig *config,
+			      struct vgpu_func **f)
+{
+	CUresult rc = vgpu_func_get(func, f);
+
+	if (!rc && (!out || !config || (config->numAttrs && !config->attrs)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return rc;
+}
+
 VGPU_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
 						  const CUlaunchConfig *config)
 {
 	uint32_t cx = 0, cy = 0, cz = 0;
 	struct vgpu_cqe cqe = { 0 };
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(func, &f);
+	CUresult rc = cluster_entry(func, numClusters, config, &f);
 
 	if (rc)
 		return rc;
-	if (!numClusters || !config || (config->numAttrs && !config->attrs))
-		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned int i = 0; i < config->numAttrs; i++)
 		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
 			cx = config->attrs[i].value.clusterDim.x;
@@ -207,12 +217,10 @@ VGPU_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunc
 	uint32_t policy = 0;
 	struct vgpu_cqe cqe = { 0 };
 	struct vgpu_func *f;
-	CUresult rc = vgpu_func_get(func, &f);
+	CUresult rc = cluster_entry(func, clusterSize, config, &f);
 
 	if (rc)
 		return rc;
-	if (!clusterSize || !config || (config->numAttrs && !config->attrs))
-		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned int i = 0; i < config->numAttrs; i++)
 		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
 			policy = config->attrs[i].value.clusterSchedulingPolicyPreference;

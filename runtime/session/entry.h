@@ -9,6 +9,8 @@
 #ifndef VGPU_RUNTIME_ENTRY_H
 #define VGPU_RUNTIME_ENTRY_H
 
+#include <string.h>
+
 #include "graph.h"
 #include "handles.h"
 #include "init.h"
@@ -20,6 +22,13 @@ static inline CUresult vgpu_enter_nonnull(const void *p)
 	CUresult rc = vgpu_initialized();
 
 	return rc ? rc : p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A lookup's result @rc, then the output @out, which the driver checks
+ * after the handle: CUDA_ERROR_INVALID_VALUE when it is NULL. */
+static inline CUresult vgpu_need_out(CUresult rc, const void *out)
+{
+	return rc ? rc : out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* A CUstream: its context and stream id (vgpu_stream_resolve). */
@@ -54,6 +63,18 @@ static inline CUresult vgpu_enter_node(CUgraphNode h, CUgraph *g, uint32_t *id,
 	CUresult rc = vgpu_initialized();
 
 	return rc ? rc : vgpu_graph_node_lookup(h, g, id, type, ctx);
+}
+
+/* A getter's answer stored in the program's integer or enum output of
+ * @size bytes (4, or 8 for the 64-bit ids); a negative @v keeps its sign. */
+static inline void vgpu_put_uint(void *out, size_t size, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+
+	if (size == sizeof(v))
+		memcpy(out, &v, sizeof(v));
+	else
+		memcpy(out, &v32, sizeof(v32));
 }
 
 #endif

@@ -9,7 +9,10 @@
 #define VGPU_RUNTIME_HANDLES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "client.h"
 
@@ -30,6 +33,24 @@ enum vgpu_kind {
 /* ids.c: small ids, never 0, reused after free. Thread-safe. */
 VGPU_HIDDEN uint32_t vgpu_id_alloc(enum vgpu_kind k);
 VGPU_HIDDEN void vgpu_id_free(enum vgpu_kind k, uint32_t id);
+
+/* A zeroed object of @size (free() it) whose uint32_t at @id_off holds a
+ * fresh id of kind @k; NULL when out of memory or of ids. */
+static inline void *vgpu_obj_new(size_t size, size_t id_off, enum vgpu_kind k)
+{
+	uint8_t *o = calloc(1, size);
+	uint32_t id;
+
+	if (!o)
+		return NULL;
+	id = vgpu_id_alloc(k);
+	if (!id) {
+		free(o);
+		return NULL;
+	}
+	memcpy(o + id_off, &id, sizeof(id));
+	return o;
+}
 
 #define VGPU_CTX_MAGIC		0x76637478u	/* "vctx" */
 #define VGPU_STREAM_MAGIC	0x76737472u	/* "vstr" */
