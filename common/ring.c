@@ -177,28 +177,64 @@ int vgpu_bell_wait(int bell, int sock, int ctl, int timeout_ms)
 	return 0;
 }
 
+/* ---- phases (include/vgpu/proto.h, Rings) ------------------------------ */
+
+/* The phase an entry written at counter @c carries: 1 on even laps, so a
+ * zero-filled ring reads as empty on the first. @entries is a power of two. */
+static uint16_t sq_phase(uint32_t c, uint32_t entries)
+{
+	return c & entries ? 0 : VGPU_SQE_PHASE;
+}
+
+static uint32_t cq_phase(uint32_t c, uint32_t entries)
+{
+	return c & entries ? 0 : VGPU_CQE_PHASE;
+}
+
+static struct vgpu_sqe *sq_at(struct vgpu_ring *r, uint32_t c)
+{
+	return &r->sq[c & (r->sq_entries - 1)];
+}
+
+static struct vgpu_cqe *cq_at(struct vgpu_ring *r, uint32_t c)
+{
+	return &r->cq[c & (r->cq_entries - 1)];
+}
+
 /* ---- client: SQ producer ------------------------------------------------ */
 
-struct vgpu_sqe *client_sq_next(struct vgpu_ring *r)
+bool client_sq_room(struct vgpu_ring *r)
 {
 	if (r->sq_local - r->peer_seen >= r->sq_entries) {
 		r->peer_seen = load_acquire(r->sq_head);	/* D, matches C */
 		if (r->sq_local - r->peer_seen >= r->sq_entries)
-			return NULL;
+			return false;
 	}
-	return &r->sq[r->sq_local & (r->sq_entries - 1)];
+	return true;
 }
 
-void client_sq_publish(struct vgpu_ring *r)
+bool client_sq_push(struct vgpu_ring *r, const struct vgpu_sqe *e)
 {
-	store_release(r->sq_tail, ++r->sq_local);	/* A, matches B */
-	smp_mb();	/* tail before flag: pairs with the worker's sleep check */
+	struct vgpu_sqe *slot = sq_at(r, r->sq_local);
+	struct vgpu_sqe lead = { .first = e->first };
+
+	if (!client_sq_room(r))
+		return false;
+	/* Everything but the first word, which says that the entry is there. */
+	memcpy((uint8_t *)slot + sizeof(slot->first), (const uint8_t *)e + sizeof(e->first),
+	       sizeof(*e) - sizeof(e->first));
+	lead.flags = (lead.flags & ~VGPU_SQE_PHASE) | sq_phase(r->sq_local, r->sq_entries);
+	store_release(&slot->first, lead.first);	/* A, matches B */
+	/* For the doorbells only: the worker polls the entry. */
+	store_release(r->sq_tail, ++r->sq_local);	/* A', matches B' */
+	smp_mb();	/* entry and tail before flag: pairs with the worker's sleep check */
 	if (!(read_once(r->sq_flags) & VGPU_SQ_NEED_WAKEUP))
-		return;
+		return true;
 	if (r->kmod)
 		vgpu_kmod_doorbell(r->kmod);
 	else
 		vgpu_bell_ring(r->bell);
+	return true;
 }
 
 void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
@@ -224,9 +260,21 @@ void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off)
 
 /* ---- client: CQ consumer ------------------------------------------------ */
 
+/* Is the entry at head @c there? Its tag with the phase, through *tag. */
+static bool cq_ready(struct vgpu_ring *r, uint32_t c, uint32_t *tag)
+{
+	*tag = load_acquire(&cq_at(r, c)->tag);	/* B, matches A */
+	return (*tag & VGPU_CQE_PHASE) == cq_phase(c, r->cq_entries);
+}
+
+/* Waiters spin here while another thread may reap: cq_local is read and
+ * written with single-copy atomicity (read_once, write_once). A head read
+ * stale at worst says "not empty" for an entry reaped meanwhile. */
 bool client_cq_empty(struct vgpu_ring *r)
 {
-	return load_acquire(r->cq_tail) == read_once(&r->cq_local);
+	uint32_t tag;
+
+	return !cq_ready(r, read_once(&r->cq_local), &tag);
 }
 
 int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms)
@@ -240,32 +288,34 @@ int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms)
 	return ret == -ETIMEDOUT || ret == -ESHUTDOWN ? ret : 0;
 }
 
-/* Waiters spin here while another thread may reap: cq_local is read and
- * written with single-copy atomicity (read_once, write_once). Loading the
- * next entry while waiting for the tail makes its miss overlap the tail's
- * instead of following it; the entry is read again after the tail. */
-void client_cq_prefetch(struct vgpu_ring *r)
-{
-	__builtin_prefetch(&r->cq[read_once(&r->cq_local) & (r->cq_entries - 1)], 0, 3);
-}
-
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out)
 {
-	uint32_t tail = load_acquire(r->cq_tail);	/* B, matches A */
+	uint32_t c = r->cq_local, tag;
 
-	if (tail == r->cq_local)
+	if (!cq_ready(r, c, &tag))
 		return false;
-	*out = r->cq[r->cq_local & (r->cq_entries - 1)];
-	write_once(&r->cq_local, r->cq_local + 1);
-	store_release(r->cq_head, r->cq_local);	/* C, matches D */
+	*out = *cq_at(r, c);
+	out->tag = tag & ~VGPU_CQE_PHASE;
+	write_once(&r->cq_local, c + 1);
+	store_release(r->cq_head, c + 1);	/* C, matches D */
 	return true;
 }
 
 /* ---- worker: SQ consumer ------------------------------------------------ */
 
+/* Is the entry at head there? Its first word, through *lead. Whatever the
+ * client wrote, a wrong phase only means "not yet". */
+static bool sq_ready(struct vgpu_ring *r, struct vgpu_sqe *lead)
+{
+	lead->first = load_acquire(&sq_at(r, r->sq_local)->first);	/* B, matches A */
+	return (lead->flags & VGPU_SQE_PHASE) == sq_phase(r->sq_local, r->sq_entries);
+}
+
 bool worker_sq_empty(struct vgpu_ring *r)
 {
-	return load_acquire(r->sq_tail) == r->sq_local;
+	struct vgpu_sqe lead;
+
+	return !sq_ready(r, &lead);
 }
 
 int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms)
@@ -277,20 +327,17 @@ int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms)
 	return vgpu_bell_wait(r->bell, sock, ctl, timeout_ms);
 }
 
-/* The same for the worker, spinning on an empty SQ: the next entry's line. */
-void worker_sq_prefetch(struct vgpu_ring *r)
-{
-	__builtin_prefetch(&r->sq[r->sq_local & (r->sq_entries - 1)], 0, 3);
-}
-
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out)
 {
-	uint32_t tail = load_acquire(r->sq_tail);	/* B, matches A */
+	struct vgpu_sqe lead;
 
-	/* A tail more than a ring ahead is a lie; treat it as empty. */
-	if (tail == r->sq_local || tail - r->sq_local > r->sq_entries)
+	if (!sq_ready(r, &lead))
 		return false;
-	memcpy(out, &r->sq[r->sq_local & (r->sq_entries - 1)], sizeof(*out));
+	memcpy(out, sq_at(r, r->sq_local), sizeof(*out));
+	/* The word checked, not a second read of it; the phase is the ring's,
+	 * not a flag for the handlers. */
+	out->first = lead.first;
+	out->flags &= ~VGPU_SQE_PHASE;
 	r->sq_local++;
 	return true;
 }
@@ -357,19 +404,27 @@ int worker_payload_skip(struct vgpu_ring *r, const struct vgpu_sqe *sqe)
 
 bool worker_cq_push(struct vgpu_ring *r, const struct vgpu_cqe *cqe)
 {
+	struct vgpu_cqe *slot;
+
 	if (r->cq_local - r->peer_seen >= r->cq_entries) {
 		r->peer_seen = load_acquire(r->cq_head);	/* D, matches C */
 		if (r->cq_local - r->peer_seen >= r->cq_entries)
 			return false;
 	}
-	r->cq[r->cq_local & (r->cq_entries - 1)] = *cqe;
-	store_release(r->cq_tail, ++r->cq_local);	/* A, matches B */
+	slot = cq_at(r, r->cq_local);
+	/* Everything but the tag, which says that the entry is there. */
+	slot->result = cqe->result;
+	memcpy(slot->val, cqe->val, sizeof(slot->val));
+	store_release(&slot->tag, (cqe->tag & ~VGPU_CQE_PHASE) |
+				  cq_phase(r->cq_local, r->cq_entries));	/* A, matches B */
+	/* For the client's futex and the module: the client polls the entry. */
+	store_release(r->cq_tail, ++r->cq_local);	/* A', matches B' */
 	return true;
 }
 
 void worker_cq_notify(struct vgpu_ring *r)
 {
-	smp_mb();	/* tail before flag: pairs with the client's sleep check */
+	smp_mb();	/* entry and tail before flag: pairs with the client's sleep check */
 	if (!(read_once(r->cq_flags) & VGPU_CQ_NEED_WAKEUP))
 		return;
 	if (r->kmod)

@@ -71,30 +71,30 @@ void vgpu_bell_ring(int fd);
  * -EPIPE if @sock or @ctl hung up; a negative fd is not watched. */
 int vgpu_bell_wait(int bell, int sock, int ctl, int timeout_ms);
 
-/* client: SQ producer */
-struct vgpu_sqe *client_sq_next(struct vgpu_ring *r);	/* NULL when full */
-void client_sq_publish(struct vgpu_ring *r);
+/* client: SQ producer. Writes @e at the tail, its first word last with
+ * the lap's phase, and rings the worker if it sleeps; false when full. */
+bool client_sq_push(struct vgpu_ring *r, const struct vgpu_sqe *e);
+/* Is there room for one more entry? */
+bool client_sq_room(struct vgpu_ring *r);
 /* Payload space in SQ order; NULL when the ring is full for now. */
 void *client_payload_alloc(struct vgpu_ring *r, uint32_t len, uint32_t *off);
 /* client: CQ consumer */
 bool client_cq_pop(struct vgpu_ring *r, struct vgpu_cqe *out);
+/* Polls the phase of the entry at head, not cq_tail. */
 bool client_cq_empty(struct vgpu_ring *r);
-/* While waiting: start loading the next CQE, so that its miss overlaps the
- * tail's. */
-void client_cq_prefetch(struct vgpu_ring *r);
-/* Sleeps while cq_tail reads @tail (the caller set cq_flags and re-checked):
+/* Sleeps while cq_tail reads @tail (the caller read it, then set cq_flags
+ * and re-checked client_cq_empty):
  * 0 woken or changed, -ETIMEDOUT, -ESHUTDOWN (the carrier says dead). */
 int client_cq_sleep(struct vgpu_ring *r, uint32_t tail, int timeout_ms);
 
-/* worker: SQ consumer. Copies the entry out before anyone looks at it.
+/* worker: SQ consumer, polling the phase of the entry at head, not sq_tail.
+ * Copies the entry out before anyone looks at it, the phase bit stripped.
  * What it pops and takes goes back to the client only at
  * worker_sq_release: once the SQ is empty or every few entries, so that
  * the client's line is not stolen from it between its call and its answer. */
 bool worker_sq_pop(struct vgpu_ring *r, struct vgpu_sqe *out);
 void worker_sq_release(struct vgpu_ring *r);
 bool worker_sq_empty(struct vgpu_ring *r);
-/* While spinning on an empty SQ: start loading the next SQE. */
-void worker_sq_prefetch(struct vgpu_ring *r);
 /* Sleeps until the client rings (the caller set sq_flags and re-checked)
  * or @sock hangs up: 1 woken, 0 timed out, -EPIPE gone. */
 int worker_sq_sleep(struct vgpu_ring *r, int sock, int ctl, int timeout_ms);

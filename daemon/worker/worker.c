@@ -591,8 +591,8 @@ static bool idle(struct worker *w)
 	int ret;
 
 	__atomic_or_fetch(flags, VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
-	smp_mb();	/* flag before re-check: pairs with client_sq_publish */
-	if (!worker_sq_empty(&w->ring)) {
+	smp_mb();	/* flag before re-check: pairs with client_sq_push */
+	if (!worker_sq_empty(&w->ring)) {	/* the entry at head, not the tail */
 		__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 		return true;
 	}
@@ -833,7 +833,6 @@ int worker_loop(struct worker *w)
 		if (!spin_start)
 			spin_start = vgpu_now_ns();
 		if (vgpu_now_ns() - spin_start < SPIN_NS) {
-			worker_sq_prefetch(&w->ring);
 			cpu_relax();
 			continue;
 		}

@@ -42,13 +42,30 @@
  *
  * Rings
  *   SQ: single producer (the client, serialised by a client-side lock),
- *   single consumer (the worker). CQ: single producer (the worker), single
- *   consumer (whichever client thread holds the reap lock). Heads and tails
- *   are free-running u32 counters; index = counter & (entries - 1).
- *   Producer: write entry, then store-release tail.  (A, pairs with B)
- *   Consumer: load-acquire tail (B), read entry, store-release head (C).
+ *   single consumer (the worker). CQ: single producer (the worker, its two
+ *   threads serialised by a lock), single consumer (whichever client
+ *   thread holds the reap lock). Heads and tails are free-running u32
+ *   counters; index = counter & (entries - 1).
+ *   Each entry's first word carries a phase bit (VGPU_SQE_PHASE in
+ *   sqe.flags, VGPU_CQE_PHASE in cqe.tag): the producer sets it to 1 on
+ *   laps 0, 2, 4, ... of the counter and to 0 on laps 1, 3, ..., so a
+ *   zero-filled ring reads as empty and an entry left from the lap before
+ *   reads as not yet written. The consumer polls the entry at its head,
+ *   not the producer's tail: a call and its answer then each move one
+ *   cache line between the two cores (the entry's) instead of two (the
+ *   tail's, then the entry's).
+ *   Producer: write every field but the first word, then store-release
+ *   the first word with the lap's phase (A, pairs with B), then
+ *   store-release tail (A', pairs with B' below).
+ *   Consumer: load-acquire the first word of the entry at head (B); the
+ *   entry is there when its phase is the lap's; read the rest, strip the
+ *   phase, store-release head (C).
  *   Producer reads head with load-acquire (D, pairs with C) before reuse.
- *   Each side keeps the other's counter as last read and reads it again
+ *   The tails are still stored: they are the words the doorbells sleep
+ *   on (the client's futex on cq_tail, the module's wait on /dev/vgpu),
+ *   and what diagnostics and a worker taking a session up read (B', a
+ *   load-acquire). Neither side reads them on its fast path.
+ *   Each side keeps the other's head as last read and reads it again
  *   only when the ring looks full; the worker stores sq_head and
  *   payload_head once the SQ is empty or every few entries, not per entry.
  *   Each store to a line the other side polls costs a cache miss, so the
@@ -56,10 +73,13 @@
  *   on the memfd carrier each tail shares its line with nothing the other
  *   side writes or the same side writes often, and each head has a line
  *   of its own (struct vgpu_shared).
+ *   A client that writes a wrong phase only stalls itself: to the worker
+ *   its entry is not there yet.
  *
  * Doorbells (io_uring style)
  *   A side about to sleep sets its NEED_WAKEUP/WAITS flag, issues a full
- *   fence, re-checks the word it waits on, and only then sleeps. The other
+ *   fence, re-checks the word it waits on (for the rings: the phase of the
+ *   entry at its head), and only then sleeps. The other
  *   side, after publishing, issues a full fence and wakes it only if the
  *   flag is set, so a busy pair never makes a system call. The worker sleeps
  *   on its eventfd (polled together with the socket, so a dead client is
@@ -128,7 +148,7 @@
 #include "vgpu/calls_gen.h"
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	8u
+#define VGPU_PROTO_VERSION	9u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */
@@ -254,8 +274,13 @@ struct vgpu_shared {
 					 * for a daemon to take it up again */
 
 struct vgpu_sqe {
-	uint16_t opcode;	/* VGPU_OP_* */
-	uint16_t flags;		/* VGPU_SQE_* */
+	union {
+		struct {
+			uint16_t opcode;	/* VGPU_OP_* */
+			uint16_t flags;		/* VGPU_SQE_* */
+		};
+		uint32_t first;	/* opcode and flags: stored last (Rings) */
+	};
 	uint32_t tag;		/* 0: asynchronous; else reply slot + 1 */
 	uint32_t ctx;		/* client context id (0: none needed) */
 	uint32_t stream;	/* client stream id (0: legacy default) */
@@ -265,13 +290,16 @@ struct vgpu_sqe {
 };
 
 struct vgpu_cqe {
-	uint32_t tag;
+	uint32_t tag;		/* | VGPU_CQE_PHASE on the ring: stored last */
 	int32_t result;		/* CUresult */
 	uint64_t val[3];
 };
 
 /* SQE flags */
 #define VGPU_SQE_PTDS		(1u << 0)	/* stream 0 means per-thread */
+#define VGPU_SQE_PHASE		(1u << 15)	/* on the ring only (Rings) */
+/* The CQE's phase bit (Rings); tags are at most VGPU_PROTO_MAX_SQ. */
+#define VGPU_CQE_PHASE		(1u << 31)
 
 /*
  * Opcodes. Arguments are listed as arg[i]; "P:" is the payload layout,
@@ -704,6 +732,8 @@ struct vgpu_node_params {
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */
 
 _Static_assert(sizeof(struct vgpu_sqe) == 64, "SQE is one cache line");
+_Static_assert(__builtin_offsetof(struct vgpu_sqe, tag) == 4, "opcode and flags are one word");
+_Static_assert(VGPU_PROTO_MAX_SQ < VGPU_CQE_PHASE, "tags leave the CQE phase bit free");
 _Static_assert(sizeof(struct vgpu_cqe) == 32, "CQE is half a cache line");
 _Static_assert(sizeof(struct vgpu_hello) == 88, "hello layout");
 _Static_assert(__builtin_offsetof(struct vgpu_hello, kmod_session) == 64, "hello layout");

@@ -424,7 +424,6 @@ static void backoff(unsigned int *n)
 static CUresult submit(struct vgpu_req *r, uint32_t tag)
 {
 	struct vgpu_ring *ring = &cl.s.ring;
-	struct vgpu_sqe *sqe;
 	unsigned int spins = 0;
 	uint32_t off = 0;
 	void *p;
@@ -440,16 +439,14 @@ static CUresult submit(struct vgpu_req *r, uint32_t tag)
 	}
 	if (r->payload_len)
 		memcpy(p, r->payload, r->payload_len);
-	while (!(sqe = client_sq_next(ring))) {
+	r->sqe.tag = tag;
+	r->sqe.payload_off = r->payload_len ? off : 0;
+	r->sqe.payload_len = r->payload_len;
+	while (!client_sq_push(ring, &r->sqe)) {
 		if (spins > 256 && !check_alive())
 			goto dead;
 		backoff(&spins);
 	}
-	r->sqe.tag = tag;
-	r->sqe.payload_off = r->payload_len ? off : 0;
-	r->sqe.payload_len = r->payload_len;
-	*sqe = r->sqe;
-	client_sq_publish(ring);
 	pthread_mutex_unlock(&cl.sq_lock);
 	return CUDA_SUCCESS;
 dead:
@@ -562,11 +559,14 @@ static void hand_off(void)
 	pthread_mutex_unlock(&cl.tag_lock);
 }
 
-/* As the reaper: sleep until the worker posts something (or 20 ms). */
+/* As the reaper: sleep until the worker posts something (or 20 ms). The
+ * entry at head is what says so; the futex is cq_tail, which the worker
+ * still bumps after each entry: read before the re-check, it ends the wait
+ * at once for an entry that the re-check just missed. */
 static void sleep_on_cq(void)
 {
 	struct vgpu_ring *r = &cl.s.ring;
-	uint32_t tail = load_acquire(r->cq_tail);
+	uint32_t tail = load_acquire(r->cq_tail);	/* B', matches A' */
 
 	write_once(r->cq_flags, VGPU_CQ_NEED_WAKEUP);
 	smp_mb();	/* flag before re-check: pairs with worker_cq_notify */
@@ -590,7 +590,6 @@ static bool wait_tag(uint32_t tag)
 			pthread_mutex_unlock(&cl.reap_lock);
 			continue;
 		}
-		client_cq_prefetch(&cl.s.ring);
 		cpu_relax();
 	}
 	for (;;) {

@@ -435,15 +435,29 @@ static void answered(const struct vgpu_sqe *s, const struct vgpu_cqe *c)
 	}
 }
 
+/* The entry torn as a client might leave it, all there but the first word,
+ * and that word of the wrong phase: the worker must not take it. */
+static void torn(const struct vgpu_sqe *in_sqe)
+{
+	struct vgpu_sqe *q = &C.sq[C.sq_local & (C.sq_entries - 1)], sqe;
+	struct vgpu_sqe lead = { .first = in_sqe->first };
+
+	*q = *in_sqe;
+	lead.flags = (lead.flags & ~VGPU_SQE_PHASE) |
+		     (C.sq_local & C.sq_entries ? VGPU_SQE_PHASE : 0);
+	store_release(&q->first, lead.first);
+	if (worker_sq_pop(&W.ring, &sqe))
+		abort();
+}
+
 static void run(const struct vgpu_sqe *in_sqe)
 {
-	struct vgpu_sqe *q = client_sq_next(&C), sqe;
+	struct vgpu_sqe sqe;
 	struct vgpu_cqe c;
 
-	if (!q)
+	torn(in_sqe);
+	if (!client_sq_push(&C, in_sqe))
 		abort();	/* every entry is taken before the next */
-	*q = *in_sqe;
-	client_sq_publish(&C);
 	while (worker_sq_pop(&W.ring, &sqe)) {
 		dispatch_entry(&W, &sqe);
 		entries++;

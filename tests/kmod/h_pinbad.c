@@ -74,14 +74,10 @@ static int call(uint16_t op, uint32_t ctx, uint64_t a0, uint64_t a1, uint64_t a2
 		uint64_t *val0)
 {
 	uint32_t tag = next_tag++ % 200 + 1;
-	struct vgpu_sqe *s;
+	struct vgpu_sqe s = { .opcode = op, .tag = tag, .ctx = ctx, .arg = { a0, a1, a2, a3 } };
 	struct vgpu_cqe c;
 
-	s = client_sq_next(&ring);
-	CHECK(s);
-	*s = (struct vgpu_sqe){ .opcode = op, .tag = tag, .ctx = ctx,
-				.arg = { a0, a1, a2, a3 } };
-	client_sq_publish(&ring);
+	CHECK(client_sq_push(&ring, &s));
 	for (;;) {
 		while (client_cq_pop(&ring, &c)) {
 			if (c.tag != tag)
@@ -97,11 +93,9 @@ static int call(uint16_t op, uint32_t ctx, uint64_t a0, uint64_t a1, uint64_t a2
 
 static void post(uint16_t op, uint64_t a0)
 {
-	struct vgpu_sqe *s = client_sq_next(&ring);
+	struct vgpu_sqe s = { .opcode = op, .arg = { a0 } };
 
-	CHECK(s);
-	*s = (struct vgpu_sqe){ .opcode = op, .arg = { a0 } };
-	client_sq_publish(&ring);
+	CHECK(client_sq_push(&ring, &s));
 }
 
 static int htod(uint64_t dev, uint64_t h, uint64_t off, uint64_t n)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The shared rings on their own: layout checks, the SQ and payload ring
- * between two threads over millions of entries with a checksum, hostile
- * entries (payloads that lie about where they are), and the CQ; the same
+ * between two threads over millions of entries with a checksum, the CQ the
+ * same way, hostile entries (payloads that lie about where they are, stale
+ * and torn entries, garbage phases), phases over many laps and across the
+ * counters' wrap, and the CQ; the same
  * ring code over a /dev/vgpu-shaped mapping (entries and index words in the
  * module's rings, the rest in its arena, struct vgpu_shared apart).
  */
@@ -72,23 +74,24 @@ static void *producer(void *arg)
 
 	(void)arg;
 	for (uint32_t i = 0; i < STRESS_N; i++) {
-		struct vgpu_sqe *s;
+		struct vgpu_sqe s = { 0 };
 		uint32_t len = (i * 7919u) % 200, off = 0;
 		uint8_t *p = NULL;
 
 		while (len && !(p = client_payload_alloc(&client, len, &off)))
 			cpu_relax();
-		while (!(s = client_sq_next(&client)))
-			cpu_relax();
 		for (uint32_t k = 0; k < len; k++)
 			p[k] = (uint8_t)(i + k);
-		memset(s, 0, sizeof(*s));
-		s->opcode = i & 0xffff;
-		s->arg[0] = (uint64_t)i * 2654435761u;
-		s->payload_off = len ? off : 0;
-		s->payload_len = len;
-		sum += s->arg[0] + len;
-		client_sq_publish(&client);
+		s.opcode = i & 0xffff;
+		/* A phase the caller leaves in flags is the ring's to set. */
+		s.flags = (i & 3) == 3 ? VGPU_SQE_PHASE | VGPU_SQE_PTDS : (i & 1) * VGPU_SQE_PTDS;
+		s.arg[0] = (uint64_t)i * 2654435761u;
+		s.arg[4] = ~s.arg[0];
+		s.payload_off = len ? off : 0;
+		s.payload_len = len;
+		sum += s.arg[0] + len;
+		while (!client_sq_push(&client, &s))
+			cpu_relax();
 	}
 	sum_sent = sum;
 	return NULL;
@@ -112,6 +115,10 @@ static void *consumer(void *arg)
 		}
 		if (!(got % 16))
 			worker_sq_release(&worker);
+		/* Every field as written, the first word last: never torn. */
+		if (s.opcode != (got & 0xffff) || s.flags != (got & 1) * VGPU_SQE_PTDS ||
+		    s.arg[4] != ~s.arg[0] || s.arg[0] != (uint64_t)got * 2654435761u)
+			bad++;
 		n = worker_payload_take(&worker, &s, buf, sizeof(buf));
 		if (n < 0 || (uint32_t)n != s.payload_len)
 			bad++;
@@ -124,7 +131,7 @@ static void *consumer(void *arg)
 		got++;
 	}
 	sum_seen = sum;
-	CHECK(!bad, "%u entries with a wrong payload", bad);
+	CHECK(!bad, "%u entries with a wrong field or payload", bad);
 	return NULL;
 }
 
@@ -178,29 +185,167 @@ static void test_hostile(void)
 	s.payload_off = 0;
 	CHECK(worker_payload_skip(&worker, &s) == 0, "skip accepted at 0");
 	CHECK(client_payload_alloc(&client, 5000, &off) == NULL, "more than half refused");
-	/* A tail far ahead of the head is not believed. */
+	/* The worker polls entries, not the tail: a tail far ahead is moot. */
 	store_release(&worker.sh->sq_tail, worker.sq_local + 1000);
-	CHECK(!worker_sq_pop(&worker, &s), "lying tail");
+	CHECK(!worker_sq_pop(&worker, &s) && worker_sq_empty(&worker), "lying tail");
+	teardown();
+}
+
+/* Publishes, by hand as a client does, an entry whose arg[0] is @c at
+ * counter @c of lap 0. */
+static void sq_at_counter_publish(uint32_t c)
+{
+	struct vgpu_sqe *slot = &client.sq[c & (client.sq_entries - 1)];
+
+	memset(slot, 0, sizeof(*slot));
+	slot->arg[0] = c;
+	store_release(&slot->first, (uint32_t)VGPU_SQE_PHASE << 16);
+}
+
+/* What a client may leave in its SQ: entries torn, stale or garbage. */
+static void test_torn(void)
+{
+	struct vgpu_sqe s, *slot;
+	struct vgpu_cqe c = { .tag = 2, .result = 5 }, *cs, out;
+
+	setup(8, 4096);
+	slot = &worker.sq[0];
+	/* Everything but the first word: not there yet. */
+	memset(slot, 0xa5, sizeof(*slot));
+	slot->first = 0;
+	CHECK(!worker_sq_pop(&worker, &s) && worker_sq_empty(&worker), "torn entry not taken");
+	/* A first word of the wrong phase, the rest garbage: still not there. */
+	slot->opcode = 0xffff;
+	slot->flags = 0x7fff;
+	CHECK(!worker_sq_pop(&worker, &s), "garbage with the wrong phase not taken");
+	/* The right phase: taken as written (garbage is dispatch's to refuse),
+	 * the phase stripped. */
+	slot->flags = 0xffff;
+	CHECK(worker_sq_pop(&worker, &s) && s.opcode == 0xffff && s.flags == 0x7fff &&
+	      s.tag == 0xa5a5a5a5u, "written entry taken, phase stripped");
+	/* Its slot, one lap later, holds the old phase: empty until rewritten. */
+	for (int i = 1; i < 8; i++)
+		sq_at_counter_publish(i);
+	for (int i = 1; i < 8; i++)
+		CHECK(worker_sq_pop(&worker, &s) && s.arg[0] == (uint64_t)i, "entry %d", i);
+	CHECK(!worker_sq_pop(&worker, &s), "stale entry from lap 0 not taken on lap 1");
+	/* The CQ the same way round: a tag without its phase is not an answer. */
+	cs = &client.cq[0];
+	cs->tag = 2;
+	cs->result = 9;
+	CHECK(client_cq_empty(&client) && !client_cq_pop(&client, &out), "CQE without phase");
+	CHECK(worker_cq_push(&worker, &c), "push");
+	CHECK(!client_cq_empty(&client) && client_cq_pop(&client, &out) && out.tag == 2 &&
+	      out.result == 5, "CQE taken, phase stripped");
 	teardown();
 }
 
 /* Popped slots go back to the client only when the worker says so. */
 static void test_release(void)
 {
-	struct vgpu_sqe *e, s;
+	struct vgpu_sqe e = { 0 }, s;
 	uint32_t n = 0;
 
 	setup(8, 4096);
-	while ((e = client_sq_next(&client))) {
-		memset(e, 0, sizeof(*e));
-		client_sq_publish(&client);
+	while (client_sq_push(&client, &e))
 		n++;
-	}
 	CHECK(n == 8, "SQ holds sq_entries (%u)", n);
 	CHECK(worker_sq_pop(&worker, &s) && worker_sq_pop(&worker, &s), "pop two");
-	CHECK(!client_sq_next(&client), "still full before the release");
+	CHECK(!client_sq_push(&client, &e), "still full before the release");
 	worker_sq_release(&worker);
-	CHECK(client_sq_next(&client) != NULL, "room after the release");
+	CHECK(client_sq_push(&client, &e), "room after the release");
+	teardown();
+}
+
+/* Both rings on a counter @start, as a session that has run that long. */
+static void start_at(uint32_t start)
+{
+	client.sq_local = client.peer_seen = worker.sq_local = worker.sq_published = start;
+	worker.cq_local = worker.peer_seen = client.cq_local = start;
+	*worker.sq_head = *worker.sq_tail = *worker.cq_head = *worker.cq_tail = start;
+}
+
+/* Full laps, each leaving every slot with the phase of the lap before:
+ * nothing stale is read again, nothing new is missed; across the u32
+ * counters' wrap too, since 2^32 is an even number of laps. */
+static void laps(uint32_t start, int nlaps)
+{
+	setup(8, 4096);
+	start_at(start);
+	for (int lap = 0; lap < nlaps; lap++) {
+		uint32_t bad = 0;
+
+		for (uint32_t i = 0; i < 8; i++) {
+			struct vgpu_sqe e = { .opcode = (uint16_t)lap, .tag = i + 1,
+					      .arg = { lap * 100 + i } };
+			struct vgpu_cqe c = { .tag = i + 1, .val = { lap * 100 + i } };
+
+			bad += !client_sq_push(&client, &e);
+			bad += !worker_cq_push(&worker, &c);
+			bad += !worker_cq_push(&worker, &c);
+		}
+		CHECK(!bad, "lap %d: the rings took every entry", lap);
+		for (uint32_t i = 0; i < 8; i++) {
+			struct vgpu_sqe s;
+			struct vgpu_cqe c;
+
+			bad += !worker_sq_pop(&worker, &s) || s.opcode != lap || s.tag != i + 1 ||
+			       s.flags || s.arg[0] != (uint64_t)(lap * 100 + i);
+			for (int k = 0; k < 2; k++)
+				bad += !client_cq_pop(&client, &c) || c.tag != i + 1 ||
+				       c.val[0] != (uint64_t)(lap * 100 + i);
+		}
+		CHECK(!bad, "lap %d: every entry read as written", lap);
+		CHECK(worker_sq_empty(&worker) && client_cq_empty(&client),
+		      "lap %d: the stale entries read as empty", lap);
+		worker_sq_release(&worker);
+	}
+	teardown();
+}
+
+static void test_laps(void)
+{
+	laps(0, 7);
+	laps(UINT32_MAX - 8 * 16 + 1, 40);	/* an even lap, 16 laps before the wrap */
+}
+
+/* Answers from one thread to another over many laps of a small CQ. */
+#define CQ_STRESS_N 500000u
+
+static void *cq_producer(void *arg)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < CQ_STRESS_N; i++) {
+		struct vgpu_cqe c = { .tag = i % VGPU_PROTO_MAX_SQ, .result = (int32_t)i,
+				      .val = { i, ~(uint64_t)i, (uint64_t)i << 20 } };
+
+		while (!worker_cq_push(&worker, &c))
+			cpu_relax();
+	}
+	return NULL;
+}
+
+static void test_cq_stress(void)
+{
+	uint32_t got = 0, bad = 0;
+	pthread_t t;
+
+	setup(8, 4096);
+	pthread_create(&t, NULL, cq_producer, NULL);
+	while (got < CQ_STRESS_N) {
+		struct vgpu_cqe c;
+
+		if (!client_cq_pop(&client, &c)) {
+			cpu_relax();
+			continue;
+		}
+		bad += c.tag != got % VGPU_PROTO_MAX_SQ || c.result != (int32_t)got ||
+		       c.val[0] != got || c.val[1] != ~(uint64_t)got || c.val[2] != (uint64_t)got << 20;
+		got++;
+	}
+	pthread_join(t, NULL);
+	CHECK(!bad, "%u of %u answers torn or out of order", bad, CQ_STRESS_N);
+	CHECK(client_cq_empty(&client), "CQ drained");
 	teardown();
 }
 
@@ -250,10 +395,9 @@ static void test_kmod_shape(void)
 	CHECK(client.sh == hdr && client.payload == (uint8_t *)k.arena + w.payload_off,
 	      "header apart, payload in the arena");
 
-	e = client_sq_next(&client);
-	CHECK(e == k.sqes, "first SQE is the module's entry 0");
-	*e = in;
-	client_sq_publish(&client);
+	CHECK(client_sq_push(&client, &in), "push");
+	e = k.sqes;
+	CHECK(e->tag == 3 && (e->flags & VGPU_SQE_PHASE), "first SQE is the module's entry 0");
 	CHECK(*k.sq_tail == 1 && hdr->sq_tail == 0, "tail published in the module's header");
 	CHECK(worker_sq_pop(&worker, &out) && out.tag == 3, "worker pops it");
 	worker_sq_release(&worker);
@@ -276,6 +420,9 @@ int main(void)
 	test_hostile();
 	test_cq();
 	test_release();
+	test_torn();
+	test_laps();
+	test_cq_stress();
 	test_stress();
 	printf("test_ring: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

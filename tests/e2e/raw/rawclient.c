@@ -105,11 +105,11 @@ static void handshake(void)
 /* Queues one entry; false when the SQ stayed full for @ms. */
 static bool submit(const struct vgpu_sqe *in, const void *payload, uint32_t len, int ms)
 {
-	struct vgpu_sqe *sqe;
+	struct vgpu_sqe sqe = *in;
 	uint32_t off = 0;
 	void *p = NULL;
 
-	for (int i = 0; !(sqe = client_sq_next(&R)); i++) {
+	for (int i = 0; !client_sq_room(&R); i++) {
 		if (i >= ms * 10)
 			return false;
 		sleep_us(100);
@@ -118,10 +118,10 @@ static bool submit(const struct vgpu_sqe *in, const void *payload, uint32_t len,
 		die("no room in the payload ring");
 	if (len)
 		memcpy(p, payload, len);
-	*sqe = *in;
-	sqe->payload_off = off;
-	sqe->payload_len = len;
-	client_sq_publish(&R);
+	sqe.payload_off = off;
+	sqe.payload_len = len;
+	if (!client_sq_push(&R, &sqe))
+		die("the SQ filled up under a single producer");
 	return true;
 }
 
