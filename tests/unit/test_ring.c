@@ -4,9 +4,9 @@
  * between two threads over millions of entries with a checksum, the CQ the
  * same way, hostile entries (payloads that lie about where they are, stale
  * and torn entries, garbage phases), phases over many laps and across the
- * counters' wrap, and the CQ; the same
- * ring code over a /dev/vgpu-shaped mapping (entries and index words in the
- * module's rings, the rest in its arena, struct vgpu_shared apart).
+ * counters' wrap, a full CQ; the same ring code over a /dev/vgpu-shaped
+ * mapping (entries and index words in the module's rings, the rest in its
+ * arena, struct vgpu_shared apart).
  */
 #include <errno.h>
 #include <pthread.h>
