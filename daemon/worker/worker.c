@@ -584,8 +584,15 @@ static void drop_chatter(struct worker *w)
 }
 
 /* Sleep until the client rings or goes away; false when it is gone. */
+/* Wake-ups in a row that found no entry. On /dev/vgpu the module wakes the
+ * worker while the client's tail is past its head: a client that moves its
+ * tail without writing the entry would keep its worker spinning. */
+#define SPURIOUS_WAKES	8
+#define SPURIOUS_NAP_US	1000
+
 static bool idle(struct worker *w)
 {
+	static unsigned int spurious;
 	uint32_t *flags = w->ring.sq_flags;
 	bool alive;
 	int ret;
@@ -594,8 +601,13 @@ static bool idle(struct worker *w)
 	smp_mb();	/* flag before re-check: pairs with client_sq_push */
 	if (!worker_sq_empty(&w->ring)) {	/* the entry at head, not the tail */
 		__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
+		spurious = 0;
 		return true;
 	}
+	/* Woken again and again with nothing to take: the client wrote a tail
+	 * and no entry. It only stalls itself; it does not get a CPU for it. */
+	if (spurious >= SPURIOUS_WAKES)
+		usleep(SPURIOUS_NAP_US);
 	/* An order from the supervisor arrives on ctl and wakes us; a
 	 * checkpoint or move being prepared on a thread is looked at often. */
 	ret = worker_sq_sleep(&w->ring, w->sock, w->ctl,
@@ -605,6 +617,10 @@ static bool idle(struct worker *w)
 		write_once(&w->dead, true);
 	else if (!ret)
 		drop_chatter(w);	/* timed out, or the socket reads readable */
+	if (ret > 0 && worker_sq_empty(&w->ring) && !w->ckpt_job && !w->move_job)
+		spurious += spurious < SPURIOUS_WAKES;
+	else
+		spurious = 0;
 	__atomic_and_fetch(flags, ~VGPU_SQ_NEED_WAKEUP, __ATOMIC_SEQ_CST);
 	return alive;
 }

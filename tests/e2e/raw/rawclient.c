@@ -192,6 +192,22 @@ static __attribute__((noreturn)) void stuck(void)
 		pause();
 }
 
+/* ---- bells ------------------------------------------------------------ */
+
+/* Rings the worker's doorbell again and again with no entry behind it (and
+ * a tail that says there are some): each ring costs this client a system
+ * call; it must not cost the worker a busy CPU (tests/e2e/run bells). */
+static __attribute__((noreturn)) void bells(void)
+{
+	store_release(&R.sh->sq_tail, load_acquire(&R.sh->sq_tail) + 5);
+	printf("ringing\n");
+	fflush(stdout);
+	for (;;) {
+		vgpu_bell_ring(R.bell);
+		sleep_us(20);
+	}
+}
+
 /* ---- stall ----------------------------------------------------------- */
 
 static uint8_t byte_at(uint64_t i)
@@ -1243,6 +1259,8 @@ int main(int argc, char **argv)
 	handshake();
 	if (!strcmp(argv[1], "stuck"))
 		stuck();
+	if (!strcmp(argv[1], "bells"))
+		bells();
 	if (!strcmp(argv[1], "stall"))
 		return stall();
 	if (!strcmp(argv[1], "bad"))
