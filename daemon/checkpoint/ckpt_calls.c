@@ -14,12 +14,6 @@ struct call_rec {
 	uint8_t *payload;
 };
 
-struct calls_log {
-	struct call_rec *rec;
-	size_t n, cap, bytes;
-	bool overflow;
-};
-
 static bool same(const struct call_rec *a, const struct vgpu_ckpt_call *c, const void *p)
 {
 	return a->c.opcode == c->opcode && a->c.ctx == c->ctx && a->c.stream == c->stream &&
@@ -37,7 +31,7 @@ static void drop(struct calls_log *l, size_t i)
 
 void calls_log_record(struct worker *w, const struct op_call *call, uint32_t object)
 {
-	struct calls_log *l = w->calls_log;
+	struct calls_log *l = &w->calls_log;
 	struct vgpu_ckpt_call c = {
 		.opcode = call->sqe->opcode, .ctx = call->sqe->ctx, .stream = call->sqe->stream,
 		.flags = call->sqe->flags, .len = call->len, .object = object,
@@ -45,9 +39,7 @@ void calls_log_record(struct worker *w, const struct op_call *call, uint32_t obj
 	struct call_rec *r;
 
 	memcpy(c.arg, call->sqe->arg, sizeof(c.arg));
-	if (!l && !(l = w->calls_log = calloc(1, sizeof(*l))))
-		return;		/* nothing recorded: the next checkpoint is refused */
-	if (l->overflow)
+	if (l->lost)
 		return;
 	for (size_t i = 0; i < l->n; i++)
 		if (same(&l->rec[i], &c, call->payload)) {
@@ -55,7 +47,7 @@ void calls_log_record(struct worker *w, const struct op_call *call, uint32_t obj
 			break;
 		}
 	if (l->n == VGPU_CALLS_LOG_MAX || l->bytes + c.len > VGPU_CALLS_LOG_BYTES) {
-		l->overflow = true;
+		l->lost = true;
 		return;
 	}
 	if (l->n == l->cap) {
@@ -63,7 +55,7 @@ void calls_log_record(struct worker *w, const struct op_call *call, uint32_t obj
 		struct call_rec *n = realloc(l->rec, cap * sizeof(*n));
 
 		if (!n) {
-			l->overflow = true;
+			l->lost = true;
 			return;
 		}
 		l->rec = n;
@@ -73,7 +65,7 @@ void calls_log_record(struct worker *w, const struct op_call *call, uint32_t obj
 	r->c = c;
 	r->payload = NULL;
 	if (c.len && !(r->payload = malloc(c.len))) {
-		l->overflow = true;
+		l->lost = true;
 		return;
 	}
 	if (c.len)
@@ -82,11 +74,30 @@ void calls_log_record(struct worker *w, const struct op_call *call, uint32_t obj
 	l->n++;
 }
 
+void calls_log_refuse(struct worker *w, const char *call)
+{
+	struct calls_log *l = &w->calls_log;
+
+	if (!l->refused[0])
+		snprintf(l->refused, sizeof(l->refused), "the program called %s, whose effect a "
+			 "checkpoint cannot carry", call);
+}
+
+void calls_log_clear(struct worker *w)
+{
+	struct calls_log *l = &w->calls_log;
+
+	for (size_t i = 0; i < l->n; i++)
+		free(l->rec[i].payload);
+	free(l->rec);
+	memset(l, 0, sizeof(*l));
+}
+
 void calls_log_forget(struct worker *w, uint32_t object)
 {
-	struct calls_log *l = w->calls_log;
+	struct calls_log *l = &w->calls_log;
 
-	for (size_t i = 0; l && i < l->n;)
+	for (size_t i = 0; i < l->n;)
 		if (l->rec[i].c.object == object)
 			drop(l, i);
 		else
@@ -95,10 +106,10 @@ void calls_log_forget(struct worker *w, uint32_t object)
 
 size_t calls_log_records(const struct worker *w, struct vgpu_ckpt_call *c, uint8_t *blob)
 {
-	const struct calls_log *l = w->calls_log;
+	const struct calls_log *l = &w->calls_log;
 	size_t off = 0;
 
-	for (size_t i = 0; l && i < l->n; i++) {
+	for (size_t i = 0; i < l->n; i++) {
 		if (c) {
 			c[i] = l->rec[i].c;
 			c[i].off = off;
@@ -106,19 +117,21 @@ size_t calls_log_records(const struct worker *w, struct vgpu_ckpt_call *c, uint8
 		}
 		off += l->rec[i].c.len;
 	}
-	return l ? l->n : 0;
+	return l->n;
 }
 
 size_t calls_log_bytes(const struct worker *w)
 {
-	return w->calls_log ? w->calls_log->bytes : 0;
+	return w->calls_log.bytes;
 }
 
 const char *calls_log_refusal(const struct worker *w)
 {
-	const struct calls_log *l = w->calls_log;
+	const struct calls_log *l = &w->calls_log;
 
-	if (l && l->overflow)
+	if (l->refused[0])
+		return l->refused;
+	if (l->lost)
 		return "the session made more settings calls than a checkpoint keeps "
 		       "(65536 records or 16 MiB)";
 	return NULL;

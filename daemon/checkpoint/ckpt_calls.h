@@ -7,11 +7,14 @@
  * them again through the same handlers once everything they name is back.
  * The same call made again with the same arguments replaces the older
  * record; destroying an object drops its records. Past VGPU_CALLS_LOG_MAX
- * records or bytes, checkpoints of the session are refused.
+ * records or bytes, or once the session made a call marked `refuse` (its
+ * effect lives where a restore cannot rebuild it), checkpoints of the
+ * session are refused, saying why.
  */
 #ifndef VGPU_CKPT_CALLS_H
 #define VGPU_CKPT_CALLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,10 +25,23 @@
 
 struct worker;
 struct op_call;
+struct call_rec;
+
+/* Kept in struct worker, so that a refusal needs no allocation. */
+struct calls_log {
+	struct call_rec *rec;
+	size_t n, cap, bytes;
+	bool lost;		/* a record could not be kept: refuse */
+	char refused[160];	/* the first `refuse` call, as the refusal says it */
+};
 
 /* A call just made that a restore must make again; @object: the id of the
  * generated-kind object it makes or changes. */
 void calls_log_record(struct worker *w, const struct op_call *call, uint32_t object);
+/* A call marked `refuse` succeeded: checkpoints are refused from now on. */
+void calls_log_refuse(struct worker *w, const char *call);
+/* Every record goes, and the refusals with them (a session that ended). */
+void calls_log_clear(struct worker *w);
 /* @object was destroyed: its records go. */
 void calls_log_forget(struct worker *w, uint32_t object);
 /* Why a checkpoint cannot carry the calls, or NULL. */

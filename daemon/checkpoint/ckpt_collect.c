@@ -19,7 +19,6 @@
 #include "clock.h"
 #include "log.h"
 #include "retained.h"
-#include "exec_forward.h"
 #include "worker.h"
 
 __attribute__((format(printf, 3, 4)))
@@ -66,8 +65,8 @@ int ckpt_run_drain(struct ckpt_run *r)
 		return ckpt_run_fail(r, -EBUSY, "a stream capture is in progress");
 	if (pool_ipc_ckpt_refusal(w))
 		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", pool_ipc_ckpt_refusal(w));
-	if (fwd_ckpt_refusal(w))
-		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", fwd_ckpt_refusal(w));
+	if (calls_log_refusal(w))
+		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", calls_log_refusal(w));
 	if (worker_callbacks_stuck(w))
 		return ckpt_run_fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program "
 				     "(in a host callback); not checkpointed",

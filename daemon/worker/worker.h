@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "ckpt_calls.h"
 #include "hostpool.h"
 #include "objects.h"
 #include "pool.h"
@@ -53,8 +54,6 @@ struct attach_reply {
 	uint32_t pad;
 };
 
-struct calls_log;
-
 struct worker {
 	struct vgpu_backend B;
 	struct worker_config cfg;
@@ -72,7 +71,7 @@ struct worker {
 	uint32_t primary_refs[VGPU_MAX_DEVICES];	/* this session's retains */
 	struct obj_table ctxs, streams, events, modules, funcs, graphs, graph_execs;
 	struct obj_table gen_objs;	/* generated kinds (calls.def), aux: the kind */
-	struct calls_log *calls_log;	/* calls a restore runs again (ckpt_calls.h) */
+	struct calls_log calls_log;	/* calls a restore runs again (ckpt_calls.h) */
 	struct obj_table greens;	/* green contexts (exec_green.c) */
 	uint32_t captures;		/* stream captures begun and not ended */
 	uint32_t cur_ctx;		/* ctx id current on the main thread */

@@ -18,7 +18,12 @@
  * pitched allocation must hold pitch * height bytes; once a session is
  * torn down, all of the device's memory is free again.
  *
- * Input: a sequence of entries. Per entry, an opcode byte (an index into
+ * Input: a sequence of entries; or, after a first byte 0xCA, a checkpoint's
+ * generated-calls section (a record count byte, struct vgpu_ckpt_call
+ * records, then their payload bytes) that a restore runs again into the
+ * session (daemon/checkpoint/ckpt_calls.c).
+ *
+ * Entries: Per entry, an opcode byte (an index into
  * the opcodes the dispatcher knows, or a raw one), a flags byte (tag,
  * context, stream, PTDS, payload, corrupted payload fields), five values
  * and, with a payload, its length and bytes. A value is a kind byte and,
@@ -37,6 +42,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "ckpt_calls.h"
 #include "log.h"
 #include "ring.h"
 #include "worker.h"
@@ -300,6 +306,11 @@ static void close_session(void)
 	reset_table(&W.ctxs);
 	reset_table(&W.modules);
 	reset_table(&W.funcs);
+	obj_for_each(&W.gen_objs, i, e)
+		if (e->aux == VGPU_GEN_KIND_TEXREF)
+			W.B.cuTexRefDestroy(e->obj);
+	reset_table(&W.gen_objs);
+	calls_log_clear(&W);
 	pools_destroy(&W);
 	worker_vmm_destroy(&W);
 	vmem_destroy(&W.vmem);
@@ -510,6 +521,26 @@ static void one_entry(struct in *in)
 	run(&s);
 }
 
+/* A generated-calls section as a checkpoint file would hold it, run again. */
+static void replay(const uint8_t *data, size_t size)
+{
+	size_t n = size ? data[0] : 0, rec_bytes;
+	struct vgpu_ckpt_call *c;
+	char why[160];
+
+	if (size)
+		data++, size--;
+	if (n > size / sizeof(*c))
+		n = size / sizeof(*c);
+	rec_bytes = n * sizeof(*c);
+	c = malloc(rec_bytes + 1);	/* aligned, as the reader hands them over */
+	if (!c)
+		abort();
+	memcpy(c, data, rec_bytes);
+	calls_log_replay(&W, c, n, data + rec_bytes, size - rec_bytes, why, sizeof(why));
+	free(c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ready;
@@ -523,8 +554,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	open_session();
 	run(&retain);	/* as the runtime's first call does */
-	while (in.n)
-		one_entry(&in);
+	if (size && data[0] == 0xCA)
+		replay(data + 1, size - 1);
+	else
+		while (in.n)
+			one_entry(&in);
 	close_session();
 	return 0;
 }

@@ -117,7 +117,7 @@ void fwd_test_worker_run(const struct vgpu_sqe *sqe, const void *payload, unsign
 
 bool fwd_test_ckpt_refused(void)
 {
-	return fwd_ckpt_refusal(&w) != NULL;
+	return calls_log_refusal(&w) != NULL;
 }
 
 void fwd_test_fill(void *p, size_t n, int seed)
@@ -169,8 +169,7 @@ static void replay(void)
 			obj_remove(&w.gen_objs, i);
 			live++;
 		}
-	free(w.calls_log);	/* a fresh worker's (the records' copies leak: a test) */
-	w.calls_log = NULL;
+	calls_log_clear(&w);	/* a fresh worker's */
 	fwd_test_reached = 0;
 	if (calls_log_replay(&w, c, n, blob, bytes, why, sizeof(why))) {
 		printf("  replay: %s\n", why);

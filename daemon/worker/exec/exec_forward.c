@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ckpt_calls.h"
 #include "exec_forward.h"
 #include "log.h"
 
@@ -160,20 +159,4 @@ enum op_status fwd_answer(struct op_call *call, CUresult rc, const void *res, si
 	memcpy(call->reply, res, res_len);
 	call->cqe->val[2] = res_len + extra_len;
 	return OP_DONE;
-}
-
-/* A worker process serves one session. */
-static char refusal[160];
-
-void fwd_ckpt_refuse(struct worker *w, const char *call)
-{
-	(void)w;
-	if (!refusal[0])
-		snprintf(refusal, sizeof(refusal), "the program called %s, whose effect a "
-			 "checkpoint cannot carry", call);
-}
-
-const char *fwd_ckpt_refusal(const struct worker *w)
-{
-	return refusal[0] ? refusal : calls_log_refusal(w);
 }

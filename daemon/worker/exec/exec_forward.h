@@ -42,11 +42,6 @@ CUresult fwd_reply_array(struct worker *w, struct op_call *call, size_t res_len,
  * @extra_len bytes (or @res over 16 bytes) into the reply slot. */
 enum op_status fwd_answer(struct op_call *call, CUresult rc, const void *res, size_t res_len,
 			  uint64_t extra_len);
-/* The session made a call whose effect a checkpoint cannot carry. */
-void fwd_ckpt_refuse(struct worker *w, const char *call);
-/* Why checkpoints of this session are refused, or NULL: a call whose effect
- * they cannot carry, or more recorded calls than they keep. */
-const char *fwd_ckpt_refusal(const struct worker *w);
 
 /* exec_graph_node.c: the graph node behind a worker-issued node id. */
 CUgraphNode graph_node_obj(struct worker *w, uint32_t id);

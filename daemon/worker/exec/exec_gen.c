@@ -199,7 +199,7 @@ static enum op_status gen_cuFuncSetBlockShape(struct worker *w, struct op_call *
 	if (!rc_)
 		rc_ = w->B.cuFuncSetBlockShape(hfunc, in_.x, in_.y, in_.z);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuFuncSetBlockShape");
+		calls_log_refuse(w, "cuFuncSetBlockShape");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -220,7 +220,7 @@ static enum op_status gen_cuFuncSetSharedSize(struct worker *w, struct op_call *
 	if (!rc_)
 		rc_ = w->B.cuFuncSetSharedSize(hfunc, in_.bytes);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuFuncSetSharedSize");
+		calls_log_refuse(w, "cuFuncSetSharedSize");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -260,7 +260,7 @@ static enum op_status gen_cuParamSetSize(struct worker *w, struct op_call *call)
 	if (!rc_)
 		rc_ = w->B.cuParamSetSize(hfunc, in_.numbytes);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuParamSetSize");
+		calls_log_refuse(w, "cuParamSetSize");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -281,7 +281,7 @@ static enum op_status gen_cuParamSeti(struct worker *w, struct op_call *call)
 	if (!rc_)
 		rc_ = w->B.cuParamSeti(hfunc, in_.offset, in_.value);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuParamSeti");
+		calls_log_refuse(w, "cuParamSeti");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -302,7 +302,7 @@ static enum op_status gen_cuParamSetf(struct worker *w, struct op_call *call)
 	if (!rc_)
 		rc_ = w->B.cuParamSetf(hfunc, in_.offset, in_.value);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuParamSetf");
+		calls_log_refuse(w, "cuParamSetf");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -326,7 +326,7 @@ static enum op_status gen_cuParamSetv(struct worker *w, struct op_call *call)
 	if (!rc_)
 		rc_ = w->B.cuParamSetv(hfunc, in_.offset, (void *)ptr, (unsigned int)in_.numbytes);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuParamSetv");
+		calls_log_refuse(w, "cuParamSetv");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
@@ -908,7 +908,7 @@ static enum op_status gen_cuParamSetTexRef(struct worker *w, struct op_call *cal
 	if (!rc_)
 		rc_ = w->B.cuParamSetTexRef(hfunc, in_.texunit, hTexRef);
 	if (!rc_)
-		fwd_ckpt_refuse(w, "cuParamSetTexRef");
+		calls_log_refuse(w, "cuParamSetTexRef");
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
