@@ -32,7 +32,7 @@ COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
 RUNTIME_SRCS := $(shell find runtime -name '*.c')
 DAEMON_SRCS := $(filter-out daemon/main.c,$(shell find daemon -name '*.c'))
 # The host backend, which unit tests and fuzz harnesses link on their own.
-HOST_BACKEND_SRCS := $(wildcard daemon/backend/host/*.c) daemon/backend/backend_gen.c
+HOST_BACKEND_SRCS := $(shell find daemon/backend/host -name '*.c') daemon/backend/backend_gen.c
 # Checkpoint files (include/vgpu/ckpt.h): the daemon writes them, vgpuctl reads them.
 CKPT_SRCS := common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_io.c common/ckpt/ckpt_zstd.c \
 	common/ckpt/ckpt_write.c common/ckpt/ckpt_read.c common/ckpt/ckpt_chain.c
