@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch_graphs.h"
 #include "log.h"
 #include "sticky.h"
 #include "worker.h"
@@ -126,6 +127,9 @@ void dispatch_entry(struct worker *w, const struct vgpu_sqe *sqe)
 		return;
 	}
 	len = worker_payload_take(&w->ring, sqe, w->pbuf, w->ring.payload_size / 2);
+	if (launch_graphs_hold(w, sqe, w->pbuf, len))
+		return;
+	launch_graphs_flush(w);
 	dispatch_taken(w, sqe, w->pbuf, len);
 }
 
@@ -161,8 +165,11 @@ void dispatch_taken(struct worker *w, const struct vgpu_sqe *sqe, const void *pa
 	call.reply = sqe->tag ? vgpu_reply_slot(&w->ring, sqe->tag) : NULL;
 	if (!(d->flags & OPF_NO_PRINT))
 		worker_may_print(w);
-	if (d->fn(w, &call) == OP_LATER)
+	if (d->fn(w, &call) == OP_LATER) {
+		launch_graphs_after(w, sqe->opcode, d->flags);
 		return;
+	}
+	launch_graphs_after(w, sqe->opcode, d->flags);
 	if (c.result)
 		vlog_debug("%s -> %d", d->name, c.result);
 out:

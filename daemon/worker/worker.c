@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "fdpass.h"
 #include "jit_cache.h"
+#include "launch_graphs.h"
 #include "log.h"
 
 /* Where the per-session windows go: far from where Linux puts mappings. */
@@ -833,12 +834,14 @@ int worker_loop(struct worker *w)
 			dispatch_entry(w, &sqe);
 			spin_start = 0;
 			if (++batch == RELEASE_BATCH) {
+				launch_graphs_flush(w);
 				worker_sq_release(&w->ring);
 				batch = 0;
 				orders(w);
 			}
 			continue;
 		}
+		launch_graphs_flush(w);
 		worker_sq_release(&w->ring);
 		batch = 0;
 		orders(w);
@@ -856,6 +859,7 @@ int worker_loop(struct worker *w)
 			break;
 		spin_start = 0;
 	}
+	launch_graphs_free(w);
 	if (w->moved)
 		return 0;	/* another worker serves the session now */
 	write_once(&w->ring.sh->state, VGPU_WORKER_DEAD);

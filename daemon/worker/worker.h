@@ -101,6 +101,7 @@ struct worker {
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
 	struct pool_ipc *pool_ipc;	/* pools shared between processes (pool_ipc.c) */
+	struct launch_graphs *launch_graphs;	/* runs of launches (launch_graphs.c) */
 };
 
 /*
