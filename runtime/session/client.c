@@ -673,6 +673,8 @@ CUresult vgpu_call(struct vgpu_req *r)
 	rc = finish(r, tag);
 	if (t0)
 		vgpu_call_stats_add(r->sqe.opcode, true, vgpu_now_ns() - t0);
+	if (rc)	/* VGPU_LOG=debug: which call a library's error came from */
+		vlog_debug("opcode %#x (include/vgpu/proto.h) -> %d", r->sqe.opcode, rc);
 	return rc;
 }
 
