@@ -70,6 +70,14 @@ static CUresult snapshot_device(struct worker *w, int i, struct vgpu_device_info
 		if (B->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, dev) == CUDA_SUCCESS)
 			d->attr[a] = v;
 	}
+	/* Managed memory is vgpu's own (runtime/managed/): host and device copies
+	 * meet at synchronizing calls, so the host may not touch it while GPU
+	 * work runs, and kernels cannot reach pageable host memory. */
+	d->attr[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] = 1;
+	d->attr[CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS] = 0;
+	d->attr[CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS] = 0;
+	d->attr[CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES] = 0;
+	d->attr[CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST] = 0;
 	if (B->cuDeviceGetLuid((char *)d->luid, &d->luid_mask, dev) != CUDA_SUCCESS)
 		d->luid_mask = 0;
 	return CUDA_SUCCESS;

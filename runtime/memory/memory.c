@@ -22,6 +22,7 @@
 #include "driver.h"
 #include "init.h"
 #include "log.h"
+#include "managed.h"
 #include "unsupported.h"
 #include "vmm.h"
 
@@ -179,6 +180,19 @@ void vgpu_mem_note_device(uint64_t base, uint64_t size, struct vgpu_ctx *ctx)
 		track(&mem.dev, VGPU_MEM_DEVICE, base, size, 0, ctx);
 }
 
+void vgpu_mem_note_managed(uint64_t base, uint64_t size, struct vgpu_ctx *ctx)
+{
+	long i;
+
+	if (track(&mem.dev, VGPU_MEM_DEVICE, base, size, 0, ctx))
+		return;
+	pthread_rwlock_wrlock(&mem.lock);
+	i = find(&mem.dev, base);
+	if (i >= 0)
+		mem.dev.v[i].managed = true;
+	pthread_rwlock_unlock(&mem.lock);
+}
+
 void vgpu_mem_forget_device(uint64_t base)
 {
 	untrack(&mem.dev, base, NULL);
@@ -287,6 +301,8 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	rc = vgpu_ctx_current(&ctx);
 	if (untrack(&mem.dev, dptr, &r)) {
 		vgpu_pool_forget(dptr);
+		if (r.managed)
+			vgpu_managed_release(dptr);
 		if (r.ctx)
 			ctx = r.ctx;
 		else if (rc)
@@ -723,9 +739,10 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 		PUT(CUdeviceptr, reg ? 0 : p);
 		break;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-		if (dev && none_is_error)
+		/* Managed memory is at the same address on the host. */
+		if (dev && !r->managed && none_is_error)
 			return CUDA_ERROR_INVALID_VALUE;
-		PUT(void *, dev ? 0 : p);
+		PUT(void *, dev && !r->managed ? 0 : p);
 		break;
 	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
 		/* Synchronous copies here always are. */
@@ -754,6 +771,8 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 			     : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		PUT(int, r->managed);
+		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
 	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
 	case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:

@@ -32,6 +32,7 @@ struct vgpu_mem_range {
 	bool vmm;
 	uint32_t vmm_dev, vmm_access, vmm_rdma;	/* ordinal, CU_MEM_ACCESS_FLAGS_* */
 	uint64_t vmm_types;			/* requestedHandleTypes */
+	bool managed;			/* cuMemAllocManaged (runtime/managed/) */
 };
 
 /*
@@ -47,6 +48,8 @@ VGPU_HIDDEN enum vgpu_mem_kind vgpu_mem_classify(const struct vgpu_session *s, u
  * globals) may be noted here so that frees and pointer queries are local. */
 VGPU_HIDDEN void vgpu_mem_note_device(uint64_t base, uint64_t size, struct vgpu_ctx *ctx);
 VGPU_HIDDEN void vgpu_mem_forget_device(uint64_t base);
+/* Managed memory: device memory the host reaches at the same address. */
+VGPU_HIDDEN void vgpu_mem_note_managed(uint64_t base, uint64_t size, struct vgpu_ctx *ctx);
 /* A context handle is about to be freed (cuCtxDestroy): allocations keep
  * living on the worker (its memory is per session, not per context), but
  * pointer queries must stop answering with the dead handle. */

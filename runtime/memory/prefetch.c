@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Prefetching managed memory. vgpu has no managed memory yet, and the
- * driver refuses a range that is not managed (CUDA_ERROR_INVALID_VALUE),
- * so every prefetch of the program's memory is refused: not here, though,
- * but by the worker's driver, after the worker has checked the range is the
- * client's, so that the answer stays the driver's once managed memory
- * comes. Synchronous, since the driver answers at once.
+ * Prefetching managed memory. Managed memory is the runtime's own
+ * (runtime/managed/): its prefetches are answered there. The driver refuses
+ * a range that is not managed (CUDA_ERROR_INVALID_VALUE), so any other
+ * prefetch of the program's memory is refused: not here, though, but by the
+ * worker's driver, after the worker has checked the range is the client's.
+ * Synchronous, since the driver answers at once.
  */
 #include "calls_hand_gen.h"
 #include "client.h"
@@ -13,6 +13,7 @@
 #include "entry.h"
 #include "handles.h"
 #include "init.h"
+#include "managed.h"
 
 CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemLocation loc,
 				      unsigned int flags, CUstream h)
@@ -23,6 +24,8 @@ CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemL
 	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
 
 	if (rc)
+		return rc;
+	if (vgpu_managed_prefetch(p, n, loc, flags, &rc))
 		return rc;
 	return vgpu_call5(VGPU_OP_MEM_PREFETCH, ctx->id, sid, p, n, (uint32_t)loc.type,
 			  (uint64_t)(int64_t)loc.id, flags, &cqe);

@@ -28,6 +28,7 @@
 #include "fdpass.h"
 #include "futex.h"
 #include "log.h"
+#include "managed.h"
 #include "pcopy.h"
 #include "sticky.h"
 
@@ -489,6 +490,7 @@ CUresult vgpu_post(struct vgpu_req *r)
 		return rc;
 	if (vgpu_call_stats_on())
 		vgpu_call_stats_add(r->sqe.opcode, false, 0);
+	vgpu_managed_before_entry();
 	return submit(r, 0);
 }
 
@@ -663,6 +665,7 @@ CUresult vgpu_call(struct vgpu_req *r)
 	/* Device printf output lands in our stdout during synchronizing calls:
 	 * what the program printed before must be there first, as natively. */
 	fflush(stdout);
+	vgpu_managed_before_entry();
 	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	tag = tag_get();
 	rc = submit(r, tag);
@@ -671,6 +674,7 @@ CUresult vgpu_call(struct vgpu_req *r)
 		return rc;
 	}
 	rc = finish(r, tag);
+	vgpu_managed_after_sync();
 	if (t0)
 		vgpu_call_stats_add(r->sqe.opcode, true, vgpu_now_ns() - t0);
 	if (rc)	/* VGPU_LOG=debug: which call a library's error came from */
@@ -761,6 +765,7 @@ static CUresult bulk(struct vgpu_req *r, const void *src, void *dst, uint64_t le
 		return VGPU_DEAD_ERROR;
 	n = ring->staging_chunks;
 	chunk = ring->staging_chunk;
+	vgpu_managed_before_entry();
 	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	pthread_mutex_lock(&cl.bulk_lock);
 	/* The previous transfer is over: every chunk starts free. */
@@ -797,6 +802,7 @@ static CUresult bulk(struct vgpu_req *r, const void *src, void *dst, uint64_t le
 	}
 	rc = finish(r, tag);
 	pthread_mutex_unlock(&cl.bulk_lock);
+	vgpu_managed_after_sync();
 	if (t0)
 		vgpu_call_stats_add(r->sqe.opcode, true, vgpu_now_ns() - t0);
 	if (!rc && done != len)

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Managed memory: one address, seen by the program's host code and by its
+ * kernels, with CUDA's rules (host writes are seen by later GPU work, GPU
+ * results by the host after a synchronizing call).
+ *
+ * Design. A managed allocation is ordinary device memory of the session
+ * (MEM_ALLOC, page aligned and whole pages, inside the device window), so
+ * kernels use it at device speed and checkpoints carry it with the rest of
+ * the device memory. The client has the same range of its address space
+ * reserved (the device window), and maps there a view of a memfd: that is
+ * the host's copy. Every page of it is in one of three states:
+ *   STALE  PROT_NONE   the device may have newer data than the host
+ *   CLEAN  PROT_READ   host and device agree
+ *   DIRTY  read-write  the host wrote it since the device last saw it
+ * A host access the protection refuses faults (SIGSEGV, handled here and
+ * chained to the program's own handler for any other fault): a STALE page
+ * is fetched from the device (DTOH into a second, always writable mapping
+ * of the memfd, the alias, then made CLEAN), a CLEAN page that is written
+ * becomes DIRTY. Before any entry goes to the worker, DIRTY pages go to the
+ * device (HTOD from the alias, made CLEAN first, so that a write racing
+ * with the copy faults and is sent again); after any synchronous call has
+ * its answer, CLEAN pages become STALE, since a kernel or copy that ran
+ * before the answer may have written them. Every synchronizing call is a
+ * synchronous call, so the host reads GPU results after each of them.
+ * New allocations start DIRTY, zeroed on both sides: pages the host never
+ * writes are holes in the memfd and are not sent.
+ *
+ * The device answers CONCURRENT_MANAGED_ACCESS 0 (the worker's device
+ * snapshot says so): the host may not touch managed memory while GPU work
+ * that uses it is in flight, and a synchronizing call is where results come
+ * back, as CUDA asks of programs on such devices.
+ *
+ * The fault handler. It takes the managed lock and makes synchronous ring
+ * calls, which take the ring's own locks. That is safe because no code
+ * holding either touches a managed page through its view: copies in the
+ * runtime classify a managed address as device memory (it is in the
+ * window) and so never read it here, flushes and fetches use the alias, and
+ * a fault inside managed code itself is refused (the program then gets the
+ * fault). What stays outside: a program that touches stale managed memory
+ * inside its own signal handlers, or passes it to a system call while it is
+ * not readable (or writable) here: the kernel answers EFAULT instead of
+ * faulting. The memfd is this process's alone; the worker never maps it.
+ */
+#include "managed.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "entry.h"
+#include "init.h"
+#include "log.h"
+#include "memory.h"
+
+#define SMALL_COPY	(64u << 10)	/* host writes sent in the entry's payload */
+#define FETCH_MAX	(256u << 10)	/* bytes one fault brings back at most */
+#define BULK_PIECE	(1ull << 30)
+
+enum { STALE, CLEAN, DIRTY };
+
+struct mg_range {
+	uint64_t base, size;		/* whole pages */
+	uint64_t bytes;			/* what the program asked for */
+	uint64_t off;			/* in the memfd */
+	uint8_t *alias;			/* always read-write */
+	uint8_t *state;			/* per page */
+	struct mg_advice *adv;		/* per page */
+	uint64_t nclean, ndirty;
+	uint32_t ctx;			/* the context its copies run in */
+};
+
+static struct {
+	pthread_mutex_t lock;		/* everything below */
+	struct mg_range *r;		/* sorted by base */
+	size_t n, cap;
+	int fd;				/* one sparse memfd for every allocation */
+	uint64_t fd_end;
+	uint64_t dirty, clean;		/* pages in all (atomic: the hooks read them) */
+	pthread_t owner;		/* the thread holding the lock */
+	int owned;
+	bool handler;
+	struct sigaction prev;
+	size_t page;
+} mg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+/* ---- the lock and its owner --------------------------------------------- */
+
+/* True on the thread that holds the lock: its own ring traffic is the
+ * managed memory's and must not be hooked again. */
+static bool mine(void)
+{
+	return __atomic_load_n(&mg.owned, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&mg.owner, __ATOMIC_RELAXED), pthread_self());
+}
+
+static void lock(void)
+{
+	pthread_mutex_lock(&mg.lock);
+	__atomic_store_n(&mg.owner, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&mg.owned, 1, __ATOMIC_RELEASE);
+}
+
+static void unlock(void)
+{
+	__atomic_store_n(&mg.owned, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&mg.lock);
+}
+
+static void count(uint64_t *c, int64_t d)
+{
+	__atomic_add_fetch(c, (uint64_t)d, __ATOMIC_RELEASE);
+}
+
+/* Index of the range holding p; -1: none. Under the lock. */
+static long find(uint64_t p)
+{
+	long lo = 0, hi = (long)mg.n - 1;
+
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		const struct mg_range *r = &mg.r[mid];
+
+		if (p < r->base)
+			hi = mid - 1;
+		else if (p - r->base >= r->size)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/* Pages [first, first + n) of r to @st, protected to match. */
+static int set_state(struct mg_range *r, uint64_t first, uint64_t n, int st)
+{
+	static const int prot[] = { PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE };
+	uint64_t was_clean = 0, was_dirty = 0;
+
+	if (mprotect((void *)(uintptr_t)(r->base + first * mg.page), n * mg.page, prot[st]))
+		return -errno;
+	for (uint64_t i = first; i < first + n; i++) {
+		was_clean += r->state[i] == CLEAN;
+		was_dirty += r->state[i] == DIRTY;
+		r->state[i] = (uint8_t)st;
+	}
+	r->nclean += (st == CLEAN ? n : 0) - was_clean;
+	r->ndirty += (st == DIRTY ? n : 0) - was_dirty;
+	count(&mg.clean, (int64_t)(st == CLEAN ? n : 0) - (int64_t)was_clean);
+	count(&mg.dirty, (int64_t)(st == DIRTY ? n : 0) - (int64_t)was_dirty);
+	return 0;
+}
+
+/* ---- moving pages --------------------------------------------------------- */
+
+/* Host bytes [off, off + len) of r to the device, asynchronously where
+ * they fit an entry (the data is in the payload ring once posted). */
+static CUresult send_bytes(struct mg_range *r, uint64_t off, uint64_t len, bool *posted)
+{
+	uint32_t small = vgpu_payload_max() < SMALL_COPY ? vgpu_payload_max() : SMALL_COPY;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (uint64_t done = 0; done < len && !rc;) {
+		uint64_t piece = len - done < BULK_PIECE ? len - done : BULK_PIECE;
+		struct vgpu_req q = { .sqe = { .ctx = r->ctx, .arg = { r->base + off + done, piece } } };
+
+		if (piece <= small) {
+			q.sqe.opcode = VGPU_OP_MEMCPY_HTOD;
+			q.payload = r->alias + off + done;
+			q.payload_len = (uint32_t)piece;
+			rc = vgpu_post(&q);
+			*posted = true;
+		} else {
+			q.sqe.opcode = VGPU_OP_MEMCPY_HTOD_STAGED;
+			rc = vgpu_call_send(&q, r->alias + off + done, piece);
+		}
+		done += piece;
+	}
+	return rc;
+}
+
+/* A run of pages to the device: what the memfd holds of it. Holes were
+ * never written on the host and are zero on the device since allocation. */
+static CUresult send_run(struct mg_range *r, uint64_t first, uint64_t n, bool *posted)
+{
+	uint64_t pos = r->off + first * mg.page, end = pos + n * mg.page;
+	CUresult rc = CUDA_SUCCESS;
+
+	while (pos < end && !rc) {
+		off_t data = lseek(mg.fd, (off_t)pos, SEEK_DATA), hole;
+
+		if (data < 0 || (uint64_t)data >= end)
+			break;		/* ENXIO: holes to the end of the file */
+		hole = lseek(mg.fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > end)
+			hole = (off_t)end;
+		rc = send_bytes(r, (uint64_t)data - r->off, (uint64_t)(hole - data), posted);
+		pos = (uint64_t)hole;
+	}
+	return rc;
+}
+
+/* Every DIRTY page to the device. Under the lock. Pages are made CLEAN
+ * before they are read, so a write racing with the copy faults and makes
+ * its page DIRTY again. Once the answer is in, the copies are complete
+ * (the worker answers a legacy-stream synchronization after them). */
+static CUresult flush_all(void)
+{
+	uint32_t ctxs[8];	/* contexts whose legacy stream has copies posted */
+	unsigned int nctx = 0;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (size_t k = 0; k < mg.n && !rc; k++) {
+		struct mg_range *r = &mg.r[k];
+		uint64_t np = r->size / mg.page;
+		bool posted = false;
+
+		for (uint64_t i = 0; i < np && r->ndirty && !rc;) {
+			uint64_t j = i;
+
+			if (r->state[i] != DIRTY) {
+				i++;
+				continue;
+			}
+			while (j < np && r->state[j] == DIRTY)
+				j++;
+			if (set_state(r, i, j - i, CLEAN)) {
+				rc = CUDA_ERROR_UNKNOWN;
+				break;
+			}
+			rc = send_run(r, i, j - i, &posted);
+			if (rc)
+				set_state(r, i, j - i, DIRTY);	/* sent again next time */
+			i = j;
+		}
+		if (!posted)
+			continue;
+		for (unsigned int c = 0; c < nctx && posted; c++)
+			posted = ctxs[c] != r->ctx;
+		if (posted && nctx < sizeof(ctxs) / sizeof(ctxs[0]))
+			ctxs[nctx++] = r->ctx;
+		else if (posted && !rc)
+			rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, r->ctx, 0, 0, 0, 0, 0, 0, NULL);
+	}
+	for (unsigned int c = 0; c < nctx && !rc; c++)
+		rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, ctxs[c], 0, 0, 0, 0, 0, 0, NULL);
+	if (rc)
+		vlog_err("managed memory: host writes did not reach the device (%d)", (int)rc);
+	return rc;
+}
+
+/* Device bytes of pages [first, first + n) into the alias. */
+static CUresult fetch(struct mg_range *r, uint64_t first, uint64_t n)
+{
+	uint64_t off = first * mg.page, len = n * mg.page;
+	struct vgpu_session *s = vgpu_session_peek();
+	struct vgpu_req q = { .sqe = { .ctx = r->ctx, .arg = { r->base + off, len } } };
+
+	if (!s)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (len <= s->ring.reply_slot_size) {
+		q.sqe.opcode = VGPU_OP_MEMCPY_DTOH;
+		q.reply = r->alias + off;
+		q.reply_cap = (uint32_t)len;
+		CUresult rc = vgpu_call(&q);
+
+		return !rc && q.cqe.val[2] != len ? CUDA_ERROR_UNKNOWN : rc;
+	}
+	q.sqe.opcode = VGPU_OP_MEMCPY_DTOH_STAGED;
+	return vgpu_call_recv(&q, r->alias + off, len);
+}
+
+/* STALE pages of [first, first + n) back from the device, as CLEAN. */
+static CUresult fetch_stale(struct mg_range *r, uint64_t first, uint64_t n)
+{
+	for (uint64_t i = first; i < first + n;) {
+		uint64_t j = i;
+		CUresult rc;
+
+		if (r->state[i] != STALE) {
+			i++;
+			continue;
+		}
+		while (j < first + n && r->state[j] == STALE && (j - i) * mg.page < FETCH_MAX)
+			j++;
+		rc = fetch(r, i, j - i);
+		if (rc)
+			return rc;
+		if (set_state(r, i, j - i, CLEAN))
+			return CUDA_ERROR_UNKNOWN;
+		i = j;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Every CLEAN page to STALE. Under the lock. */
+static void invalidate_all(void)
+{
+	for (size_t k = 0; k < mg.n; k++) {
+		struct mg_range *r = &mg.r[k];
+		uint64_t np = r->size / mg.page;
+
+		for (uint64_t i = 0; i < np && r->nclean;) {
+			uint64_t j = i;
+
+			if (r->state[i] != CLEAN) {
+				i++;
+				continue;
+			}
+			while (j < np && r->state[j] == CLEAN)
+				j++;
+			if (set_state(r, i, j - i, STALE))
+				vlog_err("managed memory: cannot protect %#llx: %s",
+					 (unsigned long long)(r->base + i * mg.page), strerror(errno));
+			i = j;
+		}
+	}
+}
+
+void vgpu_managed_before_entry(void)
+{
+	if (!__atomic_load_n(&mg.dirty, __ATOMIC_ACQUIRE) || mine())
+		return;
+	lock();
+	(void)flush_all();
+	unlock();
+}
+
+void vgpu_managed_after_sync(void)
+{
+	if (!__atomic_load_n(&mg.clean, __ATOMIC_ACQUIRE) || mine())
+		return;
+	lock();
+	invalidate_all();
+	unlock();
+}
+
+/* ---- faults --------------------------------------------------------------- */
+
+/* A fault at @addr: true when it was managed memory's and is resolved (the
+ * access runs again), false when it is not ours to resolve. */
+static bool resolve(uint64_t addr)
+{
+	struct mg_range *r;
+	uint64_t pg, np;
+	bool ok = true;
+	long k;
+
+	if (mine())
+		return false;	/* managed code itself faulted: a bug, not an access */
+	lock();
+	k = find(addr);
+	if (k < 0) {
+		unlock();
+		return false;
+	}
+	r = &mg.r[k];
+	pg = (addr - r->base) / mg.page;
+	np = r->size / mg.page;
+	switch (r->state[pg]) {
+	case STALE:
+		/* Read or write, it comes back first; a write faults again. */
+		ok = !fetch_stale(r, pg, np - pg < FETCH_MAX / mg.page ? np - pg
+								       : FETCH_MAX / mg.page);
+		break;
+	case CLEAN:
+		ok = !set_state(r, pg, 1, DIRTY);
+		break;
+	default:
+		break;		/* another thread got there first */
+	}
+	unlock();
+	if (!ok)
+		vlog_err("managed memory at %#llx could not be brought to the host",
+			 (unsigned long long)addr);
+	return ok;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	struct sigaction *p = &mg.prev;
+
+	if (si->si_code == SEGV_ACCERR && resolve((uintptr_t)si->si_addr)) {
+		errno = saved;
+		return;
+	}
+	errno = saved;
+	if (p->sa_flags & SA_SIGINFO) {
+		p->sa_sigaction(sig, si, uc);
+	} else if (p->sa_handler == SIG_DFL || p->sa_handler == SIG_IGN) {
+		/* The access runs again and takes the default action. */
+		signal(sig, SIG_DFL);
+	} else {
+		p->sa_handler(sig);
+	}
+}
+
+static int install_handler(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+
+	if (mg.handler)
+		return 0;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &mg.prev))
+		return -errno;
+	mg.handler = true;
+	return 0;
+}
+
+/* ---- allocations ---------------------------------------------------------- */
+
+static int table_insert(const struct mg_range *nr)
+{
+	size_t i = 0;
+
+	if (mg.n == mg.cap) {
+		size_t cap = mg.cap ? 2 * mg.cap : 64;
+		struct mg_range *v = realloc(mg.r, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		mg.r = v;
+		mg.cap = cap;
+	}
+	while (i < mg.n && mg.r[i].base < nr->base)
+		i++;
+	memmove(&mg.r[i + 1], &mg.r[i], (mg.n - i) * sizeof(*mg.r));
+	mg.r[i] = *nr;
+	mg.n++;
+	return 0;
+}
+
+/* The host view of [base, base + size): the memfd's pages at @off. Under
+ * the lock. */
+static CUresult map_view(struct mg_range *r)
+{
+	uint64_t np = r->size / mg.page;
+	void *v;
+
+	if (mg.fd < 0) {
+		mg.fd = memfd_create("vgpu-managed", MFD_CLOEXEC);
+		if (mg.fd < 0)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r->off = mg.fd_end;
+	if (ftruncate(mg.fd, (off_t)(r->off + r->size)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	mg.fd_end += r->size;
+	r->alias = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, mg.fd,
+			(off_t)r->off);
+	if (r->alias == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Over the device window's reservation, which is ours. */
+	v = mmap((void *)(uintptr_t)r->base, r->size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, mg.fd, (off_t)r->off);
+	r->state = malloc(np);
+	r->adv = malloc(np * sizeof(*r->adv));
+	if (v == MAP_FAILED || !r->state || !r->adv)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memset(r->state, DIRTY, np);
+	for (uint64_t i = 0; i < np; i++)
+		r->adv[i] = (struct mg_advice){ .preferred = CU_DEVICE_INVALID,
+						.last_prefetch = CU_DEVICE_INVALID };
+	r->ndirty = np;
+	return CUDA_SUCCESS;
+}
+
+/* Gives back what map_view took; the window keeps the address reserved. */
+static void unmap_view(struct mg_range *r)
+{
+	if (r->state)
+		mmap((void *)(uintptr_t)r->base, r->size, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	if (r->alias && r->alias != MAP_FAILED)
+		munmap(r->alias, r->size);
+	if (mg.fd >= 0 && r->size)
+		fallocate(mg.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->off,
+			  (off_t)r->size);
+	free(r->state);
+	free(r->adv);
+}
+
+static CUresult alloc_managed(struct vgpu_session *s, struct vgpu_ctx *ctx, uint64_t bytes,
+			      uint64_t *out)
+{
+	struct mg_range r = { .bytes = bytes, .ctx = ctx->id };
+	struct vgpu_cqe c = { 0 };
+	CUresult rc;
+
+	r.size = (bytes + mg.page - 1) & ~(uint64_t)(mg.page - 1);
+	if (r.size < bytes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = vgpu_call5(VGPU_OP_MEM_ALLOC, ctx->id, 0, r.size, 0, 0, 0, 0, &c);
+	if (rc) {
+		if (c.val[0] && vgpu_is_device(s, c.val[0]))
+			vgpu_post5(VGPU_OP_MEM_FREE, ctx->id, 0, c.val[0], 0, 0, 0, 0);
+		return rc;
+	}
+	r.base = c.val[0];
+	/* Whole pages of the window, or the view would cover something else. */
+	if (r.base % mg.page || !vgpu_is_device(s, r.base) ||
+	    !vgpu_is_device(s, r.base + r.size - 1)) {
+		vlog_err("managed memory: worker allocated %#llx", (unsigned long long)r.base);
+		return CUDA_ERROR_UNKNOWN;
+	}
+	/* Zero on the device: pages the host never writes are not sent. */
+	rc = vgpu_call5(VGPU_OP_MEMSET, ctx->id, 0, r.base, 0, 4, r.size / 4, 0, NULL);
+	if (!rc) {
+		lock();
+		rc = map_view(&r);
+		if (!rc && (table_insert(&r) || install_handler()))
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		if (rc) {
+			long k = find(r.base);
+
+			if (k >= 0) {
+				memmove(&mg.r[k], &mg.r[k + 1], (mg.n - k - 1) * sizeof(*mg.r));
+				mg.n--;
+			}
+			unmap_view(&r);
+		} else {
+			count(&mg.dirty, (int64_t)r.ndirty);
+		}
+		unlock();
+	}
+	if (rc) {
+		vgpu_post5(VGPU_OP_MEM_FREE, ctx->id, 0, r.base, 0, 0, 0, 0);
+		return rc;
+	}
+	*out = r.base;
+	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct vgpu_session *s;
+	struct vgpu_ctx *ctx;
+	uint64_t p = 0;
+	CUresult rc;
+
+	ENTER();
+	if (!dptr || !bytesize || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_session(&s);
+	if (!rc)
+		rc = vgpu_ctx_current(&ctx);
+	if (rc)
+		return rc;
+	if (!mg.page)
+		mg.page = (size_t)sysconf(_SC_PAGESIZE);
+	rc = alloc_managed(s, ctx, bytesize, &p);
+	if (rc)
+		return rc;
+	vgpu_mem_note_managed(p, bytesize, ctx);
+	*dptr = p;
+	return CUDA_SUCCESS;
+}
+
+void vgpu_managed_release(uint64_t base)
+{
+	struct mg_range r;
+	long k;
+
+	lock();
+	k = find(base);
+	if (k < 0 || mg.r[k].base != base) {
+		unlock();
+		return;
+	}
+	r = mg.r[k];
+	memmove(&mg.r[k], &mg.r[k + 1], (mg.n - k - 1) * sizeof(*mg.r));
+	mg.n--;
+	count(&mg.clean, -(int64_t)r.nclean);
+	count(&mg.dirty, -(int64_t)r.ndirty);
+	unmap_view(&r);
+	unlock();
+}
+
+bool vgpu_managed_find(uint64_t p, uint64_t len, uint64_t *base, uint64_t *bytes)
+{
+	bool ok = false;
+	long k;
+
+	if (!__atomic_load_n(&mg.n, __ATOMIC_RELAXED))
+		return false;
+	lock();
+	k = find(p);
+	if (k >= 0 && len <= mg.r[k].bytes && p - mg.r[k].base <= mg.r[k].bytes - len) {
+		ok = true;
+		if (base)
+			*base = mg.r[k].base;
+		if (bytes)
+			*bytes = mg.r[k].bytes;
+	}
+	unlock();
+	return ok;
+}
+
+/* ---- for managed_advise.c -------------------------------------------------- */
+
+/* The range holding all of [p, p + n), its first page and page count. */
+static struct mg_range *range_pages(uint64_t p, uint64_t n, uint64_t *first, uint64_t *pages)
+{
+	long k = n ? find(p) : -1;
+	struct mg_range *r;
+
+	if (k < 0)
+		return NULL;
+	r = &mg.r[k];
+	if (n > r->size || p - r->base > r->size - n)
+		return NULL;
+	*first = (p - r->base) / mg.page;
+	*pages = (p - r->base + n + mg.page - 1) / mg.page - *first;
+	return r;
+}
+
+CUresult vgpu_managed_advice(uint64_t p, uint64_t n,
+			     void (*fn)(struct mg_advice *a, uint64_t pages, void *arg), void *arg)
+{
+	uint64_t first, pages;
+	struct mg_range *r;
+
+	lock();
+	r = range_pages(p, n, &first, &pages);
+	if (r)
+		fn(r->adv + first, pages, arg);
+	unlock();
+	return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult vgpu_managed_sync_range(uint64_t p, uint64_t n, bool want_fetch)
+{
+	uint64_t first, pages;
+	struct mg_range *r;
+	CUresult rc;
+
+	if (mine())
+		return CUDA_ERROR_INVALID_VALUE;
+	lock();
+	r = range_pages(p, n, &first, &pages);
+	rc = r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (r && r->ndirty)
+		rc = flush_all();
+	if (!rc && r && want_fetch)
+		rc = fetch_stale(r, first, pages);
+	unlock();
+	return rc;
+}
