@@ -73,6 +73,11 @@ struct mg_range {
 	struct mg_advice *adv;		/* per page */
 	uint64_t nclean, ndirty;
 	uint32_t ctx;			/* the context its copies run in */
+	/* __managed__ variables (adopted): the bytes of the pages that are
+	 * variables, the only ones copied; NULL: every byte. */
+	struct extent { uint64_t addr, bytes; } *ext;
+	size_t next;
+	bool mapped;			/* the view is in place */
 };
 
 static struct {
@@ -160,7 +165,7 @@ static int set_state(struct mg_range *r, uint64_t first, uint64_t n, int st)
 
 /* Host bytes [off, off + len) of r to the device, asynchronously where
  * they fit an entry (the data is in the payload ring once posted). */
-static CUresult send_bytes(struct mg_range *r, uint64_t off, uint64_t len, bool *posted)
+static CUresult send_piece(struct mg_range *r, uint64_t off, uint64_t len, bool *posted)
 {
 	uint32_t small = vgpu_payload_max() < SMALL_COPY ? vgpu_payload_max() : SMALL_COPY;
 	CUresult rc = CUDA_SUCCESS;
@@ -184,6 +189,30 @@ static CUresult send_bytes(struct mg_range *r, uint64_t off, uint64_t len, bool 
 	return rc;
 }
 
+/* Calls fn over the parts of [off, off + len) of r that may be copied. */
+static CUresult clipped(struct mg_range *r, uint64_t off, uint64_t len,
+			CUresult (*fn)(struct mg_range *r, uint64_t off, uint64_t len, void *arg),
+			void *arg)
+{
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!r->ext)
+		return fn(r, off, len, arg);
+	for (size_t i = 0; i < r->next && !rc; i++) {
+		uint64_t a = r->ext[i].addr - r->base, b = a + r->ext[i].bytes;
+		uint64_t lo = a > off ? a : off, hi = b < off + len ? b : off + len;
+
+		if (lo < hi)
+			rc = fn(r, lo, hi - lo, arg);
+	}
+	return rc;
+}
+
+static CUresult send_bytes(struct mg_range *r, uint64_t off, uint64_t len, void *posted)
+{
+	return send_piece(r, off, len, posted);
+}
+
 /* A run of pages to the device: what the memfd holds of it. Holes were
  * never written on the host and are zero on the device since allocation. */
 static CUresult send_run(struct mg_range *r, uint64_t first, uint64_t n, bool *posted)
@@ -199,7 +228,7 @@ static CUresult send_run(struct mg_range *r, uint64_t first, uint64_t n, bool *p
 		hole = lseek(mg.fd, data, SEEK_HOLE);
 		if (hole < 0 || (uint64_t)hole > end)
 			hole = (off_t)end;
-		rc = send_bytes(r, (uint64_t)data - r->off, (uint64_t)(hole - data), posted);
+		rc = clipped(r, (uint64_t)data - r->off, (uint64_t)(hole - data), send_bytes, posted);
 		pos = (uint64_t)hole;
 	}
 	return rc;
@@ -254,25 +283,30 @@ static CUresult flush_all(void)
 	return rc;
 }
 
-/* Device bytes of pages [first, first + n) into the alias. */
-static CUresult fetch(struct mg_range *r, uint64_t first, uint64_t n)
+/* Device bytes [off, off + len) of r into the alias. */
+static CUresult fetch_bytes(struct mg_range *r, uint64_t off, uint64_t len, void *arg)
 {
-	uint64_t off = first * mg.page, len = n * mg.page;
 	struct vgpu_session *s = vgpu_session_peek();
 	struct vgpu_req q = { .sqe = { .ctx = r->ctx, .arg = { r->base + off, len } } };
+	CUresult rc;
 
+	(void)arg;
 	if (!s)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (len <= s->ring.reply_slot_size) {
 		q.sqe.opcode = VGPU_OP_MEMCPY_DTOH;
 		q.reply = r->alias + off;
 		q.reply_cap = (uint32_t)len;
-		CUresult rc = vgpu_call(&q);
-
+		rc = vgpu_call(&q);
 		return !rc && q.cqe.val[2] != len ? CUDA_ERROR_UNKNOWN : rc;
 	}
 	q.sqe.opcode = VGPU_OP_MEMCPY_DTOH_STAGED;
 	return vgpu_call_recv(&q, r->alias + off, len);
+}
+
+static CUresult fetch(struct mg_range *r, uint64_t first, uint64_t n)
+{
+	return clipped(r, first * mg.page, n * mg.page, fetch_bytes, NULL);
 }
 
 /* STALE pages of [first, first + n) back from the device, as CLEAN. */
@@ -437,10 +471,19 @@ static int table_insert(const struct mg_range *nr)
 	return 0;
 }
 
-/* The host view of [base, base + size): the memfd's pages at @off. Under
- * the lock. */
-static CUresult map_view(struct mg_range *r)
+/* Inside the device window, which this process keeps reserved. */
+static bool in_window(const struct mg_range *r)
 {
+	struct vgpu_session *s = vgpu_session_peek();
+
+	return s && vgpu_is_device(s, r->base) && vgpu_is_device(s, r->base + r->size - 1);
+}
+
+/* The host view of [base, base + size): the memfd's pages at @off, every
+ * page in state @st. Under the lock. */
+static CUresult map_view(struct mg_range *r, int st)
+{
+	static const int prot[] = { PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE };
 	uint64_t np = r->size / mg.page;
 	void *v;
 
@@ -457,27 +500,42 @@ static CUresult map_view(struct mg_range *r)
 			(off_t)r->off);
 	if (r->alias == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	/* Over the device window's reservation, which is ours. */
-	v = mmap((void *)(uintptr_t)r->base, r->size, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, mg.fd, (off_t)r->off);
+	/* Over the device window's reservation, which is ours; elsewhere (a
+	 * module's variables, where the driver put them) only if free. */
+	v = mmap((void *)(uintptr_t)r->base, r->size, prot[st],
+		 MAP_SHARED | MAP_NORESERVE | (in_window(r) ? MAP_FIXED : MAP_FIXED_NOREPLACE),
+		 mg.fd, (off_t)r->off);
+	if (v != MAP_FAILED && (uintptr_t)v != r->base) {
+		munmap(v, r->size);	/* kernels without FIXED_NOREPLACE */
+		v = MAP_FAILED;
+	}
+	if (v == MAP_FAILED) {
+		vlog_err("managed memory: %#llx+%#llx cannot be mapped here: %s",
+			 (unsigned long long)r->base, (unsigned long long)r->size, strerror(errno));
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r->mapped = true;
 	r->state = malloc(np);
 	r->adv = malloc(np * sizeof(*r->adv));
-	if (v == MAP_FAILED || !r->state || !r->adv)
+	if (!r->state || !r->adv)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	memset(r->state, DIRTY, np);
+	memset(r->state, st, np);
 	for (uint64_t i = 0; i < np; i++)
 		r->adv[i] = (struct mg_advice){ .preferred = CU_DEVICE_INVALID,
 						.last_prefetch = CU_DEVICE_INVALID };
-	r->ndirty = np;
+	r->ndirty = st == DIRTY ? np : 0;
+	r->nclean = st == CLEAN ? np : 0;
 	return CUDA_SUCCESS;
 }
 
 /* Gives back what map_view took; the window keeps the address reserved. */
 static void unmap_view(struct mg_range *r)
 {
-	if (r->state)
+	if (r->mapped && in_window(r))
 		mmap((void *)(uintptr_t)r->base, r->size, PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	else if (r->mapped)
+		munmap((void *)(uintptr_t)r->base, r->size);
 	if (r->alias && r->alias != MAP_FAILED)
 		munmap(r->alias, r->size);
 	if (mg.fd >= 0 && r->size)
@@ -485,6 +543,26 @@ static void unmap_view(struct mg_range *r)
 			  (off_t)r->size);
 	free(r->state);
 	free(r->adv);
+	free(r->ext);
+}
+
+/* Maps r's view, every page in state @st, and enters r in the table.
+ * Under the lock. On failure r holds nothing. */
+static CUresult add_range(struct mg_range *r, int st)
+{
+	CUresult rc = map_view(r, st);
+
+	if (!rc && install_handler())
+		rc = CUDA_ERROR_OPERATING_SYSTEM;
+	if (!rc && table_insert(r))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (rc) {
+		unmap_view(r);
+		return rc;
+	}
+	count(&mg.dirty, (int64_t)r->ndirty);
+	count(&mg.clean, (int64_t)r->nclean);
+	return CUDA_SUCCESS;
 }
 
 static CUresult alloc_managed(struct vgpu_session *s, struct vgpu_ctx *ctx, uint64_t bytes,
@@ -514,20 +592,7 @@ static CUresult alloc_managed(struct vgpu_session *s, struct vgpu_ctx *ctx, uint
 	rc = vgpu_call5(VGPU_OP_MEMSET, ctx->id, 0, r.base, 0, 4, r.size / 4, 0, NULL);
 	if (!rc) {
 		lock();
-		rc = map_view(&r);
-		if (!rc && (table_insert(&r) || install_handler()))
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-		if (rc) {
-			long k = find(r.base);
-
-			if (k >= 0) {
-				memmove(&mg.r[k], &mg.r[k + 1], (mg.n - k - 1) * sizeof(*mg.r));
-				mg.n--;
-			}
-			unmap_view(&r);
-		} else {
-			count(&mg.dirty, (int64_t)r.ndirty);
-		}
+		rc = add_range(&r, DIRTY);
 		unlock();
 	}
 	if (rc) {
@@ -563,6 +628,63 @@ VGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
 	return CUDA_SUCCESS;
 }
 
+static CUresult add_extent(struct mg_range *r, uint64_t addr, uint64_t bytes)
+{
+	struct extent *e;
+
+	for (size_t i = 0; i < r->next; i++)
+		if (r->ext[i].addr == addr && r->ext[i].bytes == bytes)
+			return CUDA_SUCCESS;
+	e = realloc(r->ext, (r->next + 1) * sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r->ext = e;
+	r->ext[r->next++] = (struct extent){ addr, bytes };
+	return CUDA_SUCCESS;
+}
+
+/*
+ * A module's __managed__ variable at [addr, addr + bytes), where the driver
+ * put it: its pages get a view here, starting STALE (the device holds the
+ * initial value). Variables share pages: a page already viewed only learns
+ * the new variable's bytes, which are the only ones copied either way.
+ */
+CUresult vgpu_managed_adopt(uint64_t addr, uint64_t bytes, uint32_t ctx)
+{
+	CUresult rc = CUDA_SUCCESS;
+	uint64_t pa, pe;
+
+	if (!mg.page)
+		mg.page = (size_t)sysconf(_SC_PAGESIZE);
+	pa = addr & ~(uint64_t)(mg.page - 1);
+	pe = (addr + bytes + mg.page - 1) & ~(uint64_t)(mg.page - 1);
+	if (!bytes || pe <= pa)
+		return CUDA_ERROR_INVALID_VALUE;
+	lock();
+	for (uint64_t p = pa; p < pe && !rc;) {
+		long k = find(p);
+		uint64_t q = p;
+
+		if (k >= 0) {
+			rc = add_extent(&mg.r[k], addr, bytes);
+			p = mg.r[k].base + mg.r[k].size;
+			continue;
+		}
+		while (q < pe && find(q) < 0)
+			q += mg.page;
+		struct mg_range r = { .base = p, .size = q - p, .bytes = q - p, .ctx = ctx };
+
+		rc = add_extent(&r, addr, bytes);
+		if (!rc)
+			rc = add_range(&r, STALE);
+		else
+			free(r.ext);
+		p = q;
+	}
+	unlock();
+	return rc;
+}
+
 void vgpu_managed_release(uint64_t base)
 {
 	struct mg_range r;
@@ -585,6 +707,7 @@ void vgpu_managed_release(uint64_t base)
 
 bool vgpu_managed_find(uint64_t p, uint64_t len, uint64_t *base, uint64_t *bytes)
 {
+	struct extent e = { 0 };
 	bool ok = false;
 	long k;
 
@@ -592,14 +715,19 @@ bool vgpu_managed_find(uint64_t p, uint64_t len, uint64_t *base, uint64_t *bytes
 		return false;
 	lock();
 	k = find(p);
-	if (k >= 0 && len <= mg.r[k].bytes && p - mg.r[k].base <= mg.r[k].bytes - len) {
-		ok = true;
-		if (base)
-			*base = mg.r[k].base;
-		if (bytes)
-			*bytes = mg.r[k].bytes;
+	if (k >= 0 && !mg.r[k].ext) {
+		e = (struct extent){ mg.r[k].base, mg.r[k].bytes };
+		ok = len <= e.bytes && p - e.addr <= e.bytes - len;
+	}
+	for (size_t i = 0; k >= 0 && !ok && i < mg.r[k].next; i++) {
+		e = mg.r[k].ext[i];
+		ok = p >= e.addr && len <= e.bytes && p - e.addr <= e.bytes - len;
 	}
 	unlock();
+	if (ok && base)
+		*base = e.addr;
+	if (ok && bytes)
+		*bytes = e.bytes;
 	return ok;
 }
 

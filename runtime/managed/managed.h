@@ -26,6 +26,10 @@ VGPU_HIDDEN void vgpu_managed_after_sync(void);
  * bytes asked for. False when there is none. */
 VGPU_HIDDEN bool vgpu_managed_find(uint64_t p, uint64_t len, uint64_t *base, uint64_t *bytes);
 
+/* cuLibraryGetManaged: the __managed__ variable at [addr, addr + bytes),
+ * which the driver placed, gets its host view (at the same address). */
+VGPU_HIDDEN CUresult vgpu_managed_adopt(uint64_t addr, uint64_t bytes, uint32_t ctx);
+
 /* cuMemFree of a managed allocation's base: the host view goes (the
  * address stays reserved for the device window). The caller frees the
  * device memory. */

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "entry.h"
+#include "managed.h"
 #include "memory.h"
 #include "module.h"
 
@@ -95,6 +96,29 @@ VGPU_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibr
 					const char *name)
 {
 	return global_out(library, name, dptr, bytes);
+}
+
+/* A library's __managed__ variable: a global whose host view managed.c
+ * maps at its address, so host code and kernels share it. */
+VGPU_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+					 const char *name)
+{
+	uint64_t addr, size;
+	struct module *m;
+	CUresult rc = get_global(library, name, &addr, &size);
+
+	if (!rc)
+		rc = vgpu_module_resolve(library, &m);
+	if (!rc)
+		rc = vgpu_managed_adopt(addr, size, m->m.ctx->id);
+	if (rc)
+		return rc;
+	vgpu_mem_note_managed(addr, size, m->m.ctx);
+	if (dptr)
+		*dptr = addr;
+	if (bytes)
+		*bytes = size;
+	return CUDA_SUCCESS;
 }
 
 /* The 32-bit ABI: only an address below 4 GiB can be answered. */

@@ -225,6 +225,52 @@ static void attributes(CUstream s)
 	EXPECT_OK(cuMemFree(d), "free device memory");
 }
 
+/*
+ * A library's variables as cudart reaches __managed__ ones, through
+ * cuLibraryGetManaged: two of them share a page. The host backend's PTX has
+ * no managed globals, so plain ones stand in, and the real driver refuses
+ * those: vgpu only (stderr), skipped where the worker's address is taken
+ * in this process.
+ */
+static void variables(void)
+{
+	static const char ptx[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".visible .global .align 4 .u32 gv_a = 5;\n"
+		".visible .global .align 4 .u32 gv_b[4] = {1, 2, 3, 4};\n";
+	CUdeviceptr a, b;
+	CUlibrary lib;
+	volatile uint32_t *pa, *pb;
+	size_t na = 0, nb = 0;
+	CUresult rc;
+
+	if (!under_vgpu())
+		return;
+	MUST(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	rc = cuLibraryGetManaged(&a, &na, lib, "gv_a");
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+		fprintf(stderr, "skip variables: the worker's address is taken here\n");
+		return;
+	}
+	expect_vgpu(!rc && na == 4, "cuLibraryGetManaged", rc);
+	rc = cuLibraryGetManaged(&b, &nb, lib, "gv_b");
+	expect_vgpu(!rc && nb == 16, "a second variable", rc);
+	if (rc || !a || !b)
+		return;
+	pa = (volatile uint32_t *)(uintptr_t)a;
+	pb = (volatile uint32_t *)(uintptr_t)b;
+	expect_vgpu(*pa == 5 && pb[0] == 1 && pb[3] == 4, "the host reads their initial values", 0);
+	*pa = 9;
+	pb[2] = 33;
+	expect_vgpu(device_holds(a, 1, 9, 0) && device_holds(b + 8, 1, 33, 0) &&
+		    device_holds(b, 2, 1, 1), "the device sees the host's writes", 0);
+	rc = cuMemsetD32(b, 0x42, 4);
+	expect_vgpu(!rc && pb[0] == 0x42 && pb[3] == 0x42 && *pa == 9,
+		    "the host sees the device's, and its own", rc);
+	rc = cuPointerGetAttribute(&na, CU_POINTER_ATTRIBUTE_IS_MANAGED, b);
+	expect_vgpu(!rc && (int)na == 1, "a managed variable is managed", rc);
+}
+
 /* Host writes not yet sent, device writes not yet read, then the test
  * checkpoints and moves the session; both must come through. */
 static int hold(CUfunction f, CUstream s, const char *go)
@@ -281,5 +327,6 @@ int main(int argc, char **argv)
 	visibility(f, s);
 	big();
 	attributes(s);
+	variables();
 	return checks_done("managed_driver");
 }
