@@ -31,6 +31,10 @@
  * that uses it is in flight, and a synchronizing call is where results come
  * back, as CUDA asks of programs on such devices.
  *
+ * Copies run in a non-blocking stream of the allocation's context, made for
+ * managed traffic: they wait for no other stream, as CUDA lets the host
+ * touch memory attached to one stream while others run.
+ *
  * The fault handler. It takes the managed lock and makes synchronous ring
  * calls, which take the ring's own locks. That is safe because no code
  * holding either touches a managed page through its view: copies in the
@@ -54,6 +58,7 @@
 #include <unistd.h>
 
 #include "entry.h"
+#include "handles.h"
 #include "init.h"
 #include "log.h"
 #include "memory.h"
@@ -92,6 +97,11 @@ static struct {
 	bool handler;
 	struct sigaction prev;
 	size_t page;
+	/* Each context's stream for managed traffic: non-blocking, so that a
+	 * copy waits for no other stream (a stream held by a host callback
+	 * that touches managed memory, a capture in progress). */
+	struct { uint32_t ctx, stream; } streams[16];
+	unsigned int nstreams;
 } mg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* ---- the lock and its owner --------------------------------------------- */
@@ -163,6 +173,35 @@ static int set_state(struct mg_range *r, uint64_t first, uint64_t n, int st)
 
 /* ---- moving pages --------------------------------------------------------- */
 
+/* The stream managed traffic of @ctx runs in; 0 (the legacy stream) if it
+ * has none. Under the lock. */
+static uint32_t stream_of(uint32_t ctx)
+{
+	for (unsigned int i = 0; i < mg.nstreams; i++)
+		if (mg.streams[i].ctx == ctx)
+			return mg.streams[i].stream;
+	return 0;
+}
+
+/* Creates @ctx's stream if it has none (not in a signal handler: ids may
+ * allocate). Under the lock. Without one, the legacy stream serves. */
+static void ensure_stream(uint32_t ctx)
+{
+	uint32_t id;
+
+	if (stream_of(ctx) || mg.nstreams == sizeof(mg.streams) / sizeof(mg.streams[0]))
+		return;
+	id = vgpu_id_alloc(VGPU_K_STREAM);
+	if (!id)
+		return;
+	if (vgpu_post5(VGPU_OP_STREAM_CREATE, ctx, 0, id, CU_STREAM_NON_BLOCKING, 0, 0, 0)) {
+		vgpu_id_free(VGPU_K_STREAM, id);
+		return;
+	}
+	mg.streams[mg.nstreams].ctx = ctx;
+	mg.streams[mg.nstreams++].stream = id;
+}
+
 /* Host bytes [off, off + len) of r to the device, asynchronously where
  * they fit an entry (the data is in the payload ring once posted). */
 static CUresult send_piece(struct mg_range *r, uint64_t off, uint64_t len, bool *posted)
@@ -172,7 +211,8 @@ static CUresult send_piece(struct mg_range *r, uint64_t off, uint64_t len, bool 
 
 	for (uint64_t done = 0; done < len && !rc;) {
 		uint64_t piece = len - done < BULK_PIECE ? len - done : BULK_PIECE;
-		struct vgpu_req q = { .sqe = { .ctx = r->ctx, .arg = { r->base + off + done, piece } } };
+		struct vgpu_req q = { .sqe = { .ctx = r->ctx, .stream = stream_of(r->ctx),
+					       .arg = { r->base + off + done, piece } } };
 
 		if (piece <= small) {
 			q.sqe.opcode = VGPU_OP_MEMCPY_HTOD;
@@ -237,7 +277,8 @@ static CUresult send_run(struct mg_range *r, uint64_t first, uint64_t n, bool *p
 /* Every DIRTY page to the device. Under the lock. Pages are made CLEAN
  * before they are read, so a write racing with the copy faults and makes
  * its page DIRTY again. Once the answer is in, the copies are complete
- * (the worker answers a legacy-stream synchronization after them). */
+ * (the worker answers a synchronization of the managed stream after them),
+ * so the entry that follows sees them whatever its stream. */
 static CUresult flush_all(void)
 {
 	uint32_t ctxs[8];	/* contexts whose legacy stream has copies posted */
@@ -274,10 +315,12 @@ static CUresult flush_all(void)
 		if (posted && nctx < sizeof(ctxs) / sizeof(ctxs[0]))
 			ctxs[nctx++] = r->ctx;
 		else if (posted && !rc)
-			rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, r->ctx, 0, 0, 0, 0, 0, 0, NULL);
+			rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, r->ctx, stream_of(r->ctx), 0, 0,
+					0, 0, 0, NULL);
 	}
 	for (unsigned int c = 0; c < nctx && !rc; c++)
-		rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, ctxs[c], 0, 0, 0, 0, 0, 0, NULL);
+		rc = vgpu_call5(VGPU_OP_STREAM_SYNCHRONIZE, ctxs[c], stream_of(ctxs[c]), 0, 0, 0,
+				0, 0, NULL);
 	if (rc)
 		vlog_err("managed memory: host writes did not reach the device (%d)", (int)rc);
 	return rc;
@@ -287,7 +330,8 @@ static CUresult flush_all(void)
 static CUresult fetch_bytes(struct mg_range *r, uint64_t off, uint64_t len, void *arg)
 {
 	struct vgpu_session *s = vgpu_session_peek();
-	struct vgpu_req q = { .sqe = { .ctx = r->ctx, .arg = { r->base + off, len } } };
+	struct vgpu_req q = { .sqe = { .ctx = r->ctx, .stream = stream_of(r->ctx),
+				       .arg = { r->base + off, len } } };
 	CUresult rc;
 
 	(void)arg;
@@ -550,7 +594,10 @@ static void unmap_view(struct mg_range *r)
  * Under the lock. On failure r holds nothing. */
 static CUresult add_range(struct mg_range *r, int st)
 {
-	CUresult rc = map_view(r, st);
+	CUresult rc;
+
+	ensure_stream(r->ctx);
+	rc = map_view(r, st);
 
 	if (!rc && install_handler())
 		rc = CUDA_ERROR_OPERATING_SYSTEM;
