@@ -114,6 +114,11 @@ static bool mine(void)
 	       pthread_equal(__atomic_load_n(&mg.owner, __ATOMIC_RELAXED), pthread_self());
 }
 
+bool vgpu_managed_busy(void)
+{
+	return mine();
+}
+
 static void lock(void)
 {
 	pthread_mutex_lock(&mg.lock);

@@ -22,6 +22,10 @@
 VGPU_HIDDEN void vgpu_managed_before_entry(void);
 VGPU_HIDDEN void vgpu_managed_after_sync(void);
 
+/* True on a thread moving managed pages (its ring calls are managed
+ * memory's own, maybe from a fault handler). */
+VGPU_HIDDEN bool vgpu_managed_busy(void);
+
 /* The managed allocation holding [p, p + len): its base and size, the
  * bytes asked for. False when there is none. */
 VGPU_HIDDEN bool vgpu_managed_find(uint64_t p, uint64_t len, uint64_t *base, uint64_t *bytes);

@@ -663,8 +663,11 @@ CUresult vgpu_call(struct vgpu_req *r)
 	if (rc && !survives_sticky(r->sqe.opcode))
 		return rc;
 	/* Device printf output lands in our stdout during synchronizing calls:
-	 * what the program printed before must be there first, as natively. */
-	fflush(stdout);
+	 * what the program printed before must be there first, as natively.
+	 * Not for managed memory's own calls: a fault may come from inside
+	 * stdio, whose lock another faulting thread may hold. */
+	if (!vgpu_managed_busy())
+		fflush(stdout);
 	vgpu_managed_before_entry();
 	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	tag = tag_get();

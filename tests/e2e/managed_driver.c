@@ -12,6 +12,7 @@
  *                            then checks both came through ("managed
  *                            state: kept")
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +93,53 @@ static void visibility(CUfunction f, CUstream s)
 	expect(words(p, N, 7, 3), "the host reads it", 0);
 	EXPECT_OK(cuMemFree(d), "free device memory");
 	EXPECT_OK(cuMemFree(m), "free managed memory");
+}
+
+/* Threads write their quarter of an allocation round after round while
+ * the main thread's calls send the host's writes and mark pages stale:
+ * every page ends on the device as its thread last wrote it. */
+#define ROUNDS 1000
+struct writer {
+	volatile uint32_t *p;
+	CUcontext ctx;
+};
+
+static void *write_rounds(void *arg)
+{
+	struct writer *w = arg;
+
+	for (uint32_t r = 1; r <= ROUNDS; r++)
+		for (uint32_t i = 0; i < N / 4; i++)
+			w->p[i] = r * N + i;
+	return NULL;
+}
+
+static void threads(void)
+{
+	struct writer w[4];
+	pthread_t t[4];
+	CUdeviceptr m;
+	CUcontext ctx;
+	uint32_t probe;
+	bool ok = true;
+
+	MUST(cuCtxGetCurrent(&ctx));
+	MUST(cuMemAllocManaged(&m, N * 4, CU_MEM_ATTACH_GLOBAL));
+	for (int k = 0; k < 4; k++) {
+		w[k] = (struct writer){ (volatile uint32_t *)(uintptr_t)m + k * (N / 4), ctx };
+		pthread_create(&t[k], NULL, write_rounds, &w[k]);
+	}
+	for (int i = 0; i < 200; i++)
+		ok &= !cuMemcpyDtoH(&probe, m + (i % 64) * 4096, 4);
+	for (int k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+	expect(ok, "copies while four threads write", 0);
+	memset(host, 0, sizeof(host));
+	ok = !cuMemcpyDtoH(host, m, N * 4);
+	for (uint32_t i = 0; i < N && ok; i++)
+		ok = host[i] == ROUNDS * N + i % (N / 4);
+	expect(ok, "the device has every thread's last writes", 0);
+	EXPECT_OK(cuMemFree(m), "free");
 }
 
 /* Larger than a reply slot or a payload: staged both ways. */
@@ -325,6 +373,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "hold"))
 		return hold(f, s, argv[2]);
 	visibility(f, s);
+	threads();
 	big();
 	attributes(s);
 	variables();
