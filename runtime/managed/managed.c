@@ -744,7 +744,8 @@ void vgpu_managed_release(uint64_t base)
 
 	lock();
 	k = find(base);
-	if (k < 0 || mg.r[k].base != base) {
+	/* Only allocations: a module's variables live as long as it does. */
+	if (k < 0 || mg.r[k].base != base || mg.r[k].ext) {
 		unlock();
 		return;
 	}
