@@ -26,6 +26,13 @@
  * New allocations start DIRTY, zeroed on both sides: pages the host never
  * writes are holes in the memfd and are not sent.
  *
+ * Checkpoints need nothing of their own: the device copy is ordinary device
+ * memory, saved and put back at the same address with the rest, and the
+ * host copy and the page states stay here, in the program, which a restore
+ * or a move keeps: DIRTY pages go to the new worker at the next entry, STALE
+ * ones come from it when touched. The same holds on every carrier (the
+ * memfd and /dev/vgpu): only ring calls move pages.
+ *
  * The device answers CONCURRENT_MANAGED_ACCESS 0 (the worker's device
  * snapshot says so): the host may not touch managed memory while GPU work
  * that uses it is in flight, and a synchronizing call is where results come
