@@ -125,7 +125,7 @@ $(UNIT)/test_dark_api: $(call obj,tests/unit/test_dark_api.c) \
 $(UNIT)/test_backend_host: $(call obj,tests/unit/test_backend_host.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_ids: $(call obj,tests/unit/test_ids.c) $(B)/obj/unit-rt/runtime/session/ids.o $(call obj,common/log.c)
 $(UNIT)/test_context: $(call obj,tests/unit/test_context.c) \
-	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/session/init.c runtime/api/device.c runtime/api/context.c \
+	$(patsubst %.c,$(B)/obj/unit-rt/%.o,runtime/session/init.c runtime/session/trace.c runtime/api/device.c runtime/api/context.c \
 		runtime/api/primary_ctx.c runtime/api/ctx_config.c runtime/session/ids.c) \
 	$(call obj,common/log.c)
 $(UNIT)/test_image_size: $(call obj,tests/unit/test_image_size.c) $(B)/obj/unit-rt/runtime/module/image.o $(call obj,common/log.c)

@@ -17,11 +17,14 @@
 #include "client.h"
 #include "init.h"
 #include "log.h"
+#include "trace.h"
 
 static atomic_bool initialized;
 
 CUresult vgpu_initialized(void)
 {
+	if (__builtin_expect(vgpu_trace_on, 0))
+		vgpu_trace_caller(__builtin_return_address(0));
 	return atomic_load_explicit(&initialized, memory_order_acquire) ?
 		       CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
