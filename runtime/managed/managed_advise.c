@@ -79,9 +79,10 @@ static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocati
 	ENTER();
 	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* Read-mostly names no location; the others need one. */
+	/* Read-mostly names no location; the others need one (a device that
+	 * does not exist is an invalid value to the driver, H100 driver 580). */
 	if (advice > CU_MEM_ADVISE_UNSET_READ_MOSTLY && v.loc == -3)
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CUDA_ERROR_INVALID_VALUE;
 	return vgpu_managed_advice(p, n, apply, &v);
 }
 

@@ -98,6 +98,34 @@ VGPU_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibr
 	return global_out(library, name, dptr, bytes);
 }
 
+/*
+ * The static runtime asks for a library's __managed__ variables as it
+ * registers them, before any context is current (libraries are
+ * context-independent). Such a library is bound to device 0's primary
+ * context, which the runtime makes current next; the binding keeps that
+ * context retained for the life of the process (its managed variables
+ * live in it).
+ */
+static CUresult bind_for_managed(CUlibrary library, struct module **m)
+{
+	CUcontext primary;
+	CUresult rc = vgpu_module_resolve(library, m);
+
+	if (rc != CUDA_ERROR_INVALID_CONTEXT)
+		return rc;
+	rc = cuDevicePrimaryCtxRetain(&primary, 0);
+	if (rc)
+		return rc;
+	rc = cuCtxPushCurrent_v2(primary);
+	if (!rc) {
+		rc = vgpu_module_resolve(library, m);
+		cuCtxPopCurrent_v2(NULL);
+	}
+	if (rc)
+		cuDevicePrimaryCtxRelease_v2(0);
+	return rc;
+}
+
 /* A library's __managed__ variable: a global whose host view managed.c
  * maps at its address, so host code and kernels share it. */
 VGPU_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
@@ -105,10 +133,10 @@ VGPU_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlib
 {
 	uint64_t addr, size;
 	struct module *m;
-	CUresult rc = get_global(library, name, &addr, &size);
+	CUresult rc = bind_for_managed(library, &m);
 
 	if (!rc)
-		rc = vgpu_module_resolve(library, &m);
+		rc = get_global(library, name, &addr, &size);
 	if (!rc)
 		rc = vgpu_managed_adopt(addr, size, m->m.ctx->id);
 	if (rc)

@@ -245,7 +245,7 @@ static void attributes(CUstream s)
 		  "advise of no kind");
 	gpu.id = 99;
 	EXPECT_RC(cuMemAdvise_v2(m, 4096, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, gpu),
-		  CUDA_ERROR_INVALID_DEVICE, "advise a device that does not exist");
+		  CUDA_ERROR_INVALID_VALUE, "advise a device that does not exist");
 	gpu.id = 0;
 	EXPECT_RC(cuMemRangeGetAttribute(&v, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, 4096),
 		  CUDA_ERROR_INVALID_VALUE, "range attribute of the wrong size");
@@ -288,14 +288,19 @@ static void variables(void)
 		".visible .global .align 4 .u32 gv_b[4] = {1, 2, 3, 4};\n";
 	CUdeviceptr a, b;
 	CUlibrary lib;
+	CUcontext cur;
 	volatile uint32_t *pa, *pb;
 	size_t na = 0, nb = 0;
 	CUresult rc;
 
 	if (!under_vgpu())
 		return;
+	/* As the static runtime registers them: no context current yet. */
+	MUST(cuCtxGetCurrent(&cur));
+	MUST(cuCtxSetCurrent(NULL));
 	MUST(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
 	rc = cuLibraryGetManaged(&a, &na, lib, "gv_a");
+	MUST(cuCtxSetCurrent(cur));
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
 		fprintf(stderr, "skip variables: the worker's address is taken here\n");
 		return;
