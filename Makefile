@@ -29,7 +29,8 @@ CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
 LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 
 COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
-RUNTIME_SRCS := $(shell find runtime -name '*.c')
+# runtime/nvml/ is libnvidia-ml.so.1's (mk/nvml.mk), not libvgpu.so's.
+RUNTIME_SRCS := $(filter-out runtime/nvml/%,$(shell find runtime -name '*.c'))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(shell find daemon -name '*.c'))
 # The host backend, which unit tests and fuzz harnesses link on their own.
 HOST_BACKEND_SRCS := $(shell find daemon/backend/host -name '*.c') daemon/backend/backend_gen.c
@@ -40,6 +41,7 @@ CKPT_SRCS := common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_io.
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 RUNTIME_LIB := $(B)/lib/vgpu/libvgpu.so
+NVML_LIB := $(B)/lib/vgpu/libnvidia-ml.so.1
 VGPUD := $(B)/bin/vgpud
 VGPU := $(B)/bin/vgpu
 LIBVGPU := $(RUNTIME_LIB)
@@ -47,7 +49,7 @@ LIBVGPU := $(RUNTIME_LIB)
 .PHONY: all clean install test demo unit e2e
 VGPU_CKPT := $(B)/bin/vgpu-ckpt
 
-all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) $(VGPU_CKPT) vgpuctl unit-bins
+all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(NVML_LIB) $(VGPUD) $(VGPU) $(VGPU_CKPT) vgpuctl unit-bins
 
 # Objects: the runtime hides everything but the driver's entry points.
 $(B)/obj/runtime/%.o: runtime/%.c
@@ -148,6 +150,7 @@ $(UNIT)/%:
 	$(CC) -o $@ $^ -lpthread -ldl -lm
 
 include mk/exports.mk
+include mk/nvml.mk
 include mk/calls.mk
 include mk/tools.mk
 -include mk/kmod.mk
