@@ -116,6 +116,8 @@ UNIT_BINS += $(UNIT)/test_host_streamops
 UNIT_BINS += $(UNIT)/test_host_green
 # runs of launches as graphs
 UNIT_BINS += $(UNIT)/test_launch_graphs
+# vgpu's NVML: the supervisor's GPU query
+UNIT_BINS += $(UNIT)/test_nvml_view
 
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
@@ -136,6 +138,7 @@ $(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/supervisor
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/worker/vmem.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_green: $(call obj,tests/unit/test_host_green.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_nvml_view: $(call obj,tests/unit/test_nvml_view.c daemon/supervisor/nvml_view.c)
 $(UNIT)/test_launch_graphs: $(call obj,tests/unit/test_launch_graphs.c daemon/worker/launch_graphs.c \
 	daemon/worker/objects.c common/log.c)
 $(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/worker/pool.c daemon/worker/exec/exec_pool.c daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/log.c)
