@@ -167,6 +167,7 @@ install: all install-tools
 	install -m 755 $(VGPU_CKPT) $(DESTDIR)$(PREFIX)/bin/vgpu-ckpt
 	install -m 755 $(VGPUD) $(DESTDIR)$(PREFIX)/sbin/vgpud
 	install -m 755 $(RUNTIME_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libvgpu.so
+	install -m 755 $(NVML_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libnvidia-ml.so.1
 	ln -sf libvgpu.so $(DESTDIR)$(PREFIX)/lib/vgpu/libcuda.so.1
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' daemon/vgpud.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/vgpud.service
