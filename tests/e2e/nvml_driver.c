@@ -15,6 +15,7 @@
  * Exit 0 pass, 1 fail.
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -190,6 +191,30 @@ static void processes(nvmlDevice_t d, unsigned long long before)
 	check(strstr(pname, "nvml_driver") != NULL, "this process's name", 0);
 }
 
+/* NVML 1's names, as old binaries call them (nvml.h maps ours to the newest). */
+static void legacy(nvmlDevice_t d)
+{
+	nvmlReturn_t (*count)(unsigned int *) = (nvmlReturn_t (*)(unsigned int *))
+		dlsym(RTLD_DEFAULT, "nvmlDeviceGetCount");
+	nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *) =
+		(nvmlReturn_t (*)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *))
+			dlsym(RTLD_DEFAULT, "nvmlDeviceGetComputeRunningProcesses");
+	nvmlProcessInfo_v1_t p[64];
+	unsigned int n = 0, want = 0;
+	bool mine = false;
+
+	check(count && procs, "NVML 1's names are there", 0);
+	if (!count || !procs)
+		return;
+	nvmlDeviceGetCount_v2(&want);
+	check(count(&n) == NVML_SUCCESS && n == want, "nvmlDeviceGetCount (NVML 1)", (int)n);
+	n = 64;
+	check(procs(d, &n, p) == NVML_SUCCESS, "nvmlDeviceGetComputeRunningProcesses (NVML 1)", 0);
+	for (unsigned int i = 0; i < n && i < 64; i++)
+		mine |= p[i].pid == (unsigned int)getpid() && p[i].usedGpuMemory >= ALLOC;
+	check(mine, "this process in NVML 1's layout", (int)n);
+}
+
 static void unsupported(nvmlDevice_t d)
 {
 	nvmlUtilization_t u;
@@ -241,6 +266,7 @@ static int tenant(const char *hold)
 	}
 	same_as_cuda(d);
 	processes(d, before);
+	legacy(d);
 	if (hold) {
 		FILE *f = fopen(hold, "w");
 
