@@ -4,9 +4,11 @@
 # this fragment.
 #
 # Every entry point of NVIDIA's nvml.h (runtime/nvml/nvml.syms, the names
-# declared there, versioned and not) that runtime/nvml/ does not write
-# answers NVML_ERROR_NOT_SUPPORTED: a weak default for each, replaced at
-# link time by the strong definitions.
+# declared there, versioned and not, and nvmlInternalGetExportTable, which
+# NVIDIA's library exports undeclared: nvidia-smi asks it for hidden tables,
+# and vgpu serves none) that runtime/nvml/ does not write answers
+# NVML_ERROR_NOT_SUPPORTED: a weak default for each, replaced at link time
+# by the strong definitions.
 
 NVML_SRCS := $(shell find runtime/nvml -name '*.c')
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Usage: test_nvml_exports.sh LIBNVML
 # Checks that LIBNVML (a built libnvidia-ml.so.1) exports, as functions,
-# exactly the entry points of NVIDIA's nvml.h (runtime/nvml/nvml.syms), and
+# exactly the entry points of NVIDIA's libnvidia-ml (runtime/nvml/nvml.syms), and
 # that those written in runtime/nvml/ (NVML_EXPORT) are its strong ones,
 # the rest weak defaults (NVML_ERROR_NOT_SUPPORTED). Exit 0 pass, 1 fail.
 set -u
