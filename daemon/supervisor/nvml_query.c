@@ -12,9 +12,11 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl_request.h"
@@ -26,9 +28,21 @@
 #define NVQ_MAX_GROUPS 1024	/* a caller's groups looked at for the admin group */
 
 static struct nvq_devtab *devtab;	/* shared with the workers */
+static uint64_t own_pidns;		/* the daemon's pid namespace */
+
+/* The pid namespace of @pid (its inode), or 0 when it is gone. */
+static uint64_t pidns_of(pid_t pid)
+{
+	char path[40];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
 
 void sv_nvml_init(void)
 {
+	own_pidns = pidns_of(getpid());
 	devtab = mmap(NULL, sizeof(*devtab), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		      -1, 0);
 	if (devtab == MAP_FAILED) {
@@ -125,6 +139,39 @@ static bool caller_is_admin(int fd, const struct ucred *cr)
 	return ctl_is_admin(cr->uid, cr->gid, groups, glen / sizeof(gid_t), sv.cfg->admin_gid);
 }
 
+/*
+ * @pid (as the daemon sees it) as processes of pid namespace @ns see it:
+ * its innermost pid when it lives in @ns, else 0 (they cannot see it).
+ */
+static uint32_t pid_seen_from(uint64_t ns, uint32_t pid)
+{
+	char path[40], line[256], *p, *end;
+	uint32_t seen = 0;
+	FILE *f;
+
+	if (pidns_of((pid_t)pid) != ns)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		/* "NSpid:	4242	17": the daemon's namespace first, its own last */
+		for (p = line + 6;; p = end) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			seen = (uint32_t)v;
+		}
+		break;
+	}
+	fclose(f);
+	return seen;
+}
+
 /* The sessions being served, as vgpuctl sessions lists them. */
 static size_t sessions(struct nvq_session *out)
 {
@@ -166,8 +213,17 @@ static void answer(int fd, const struct ucred *cr, int status)
 		out.r.status = status;
 		len = sizeof(out.r);
 	} else {
-		len = nvq_view(&out.r, VGPU_QUERY_MAX_PROCS, devtab, s, sessions(s), cr->uid,
-			       caller_is_admin(fd, cr));
+		size_t n = sessions(s);
+		uint64_t ns = pidns_of(cr->pid);
+		bool admin = caller_is_admin(fd, cr);
+
+		/* A caller in a container knows its processes by its own pids
+		 * (a few /proc reads for each session it may see). */
+		if (ns && ns != own_pidns)
+			for (size_t i = 0; i < n; i++)
+				if (admin || s[i].uid == cr->uid)
+					s[i].pid = pid_seen_from(ns, s[i].pid);
+		len = nvq_view(&out.r, VGPU_QUERY_MAX_PROCS, devtab, s, n, cr->uid, admin);
 	}
 	/* One message into an empty socket: it fits, and never blocks the loop. */
 	if (send(fd, &out, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)

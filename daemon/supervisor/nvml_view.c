@@ -75,7 +75,9 @@ size_t nvq_view(struct vgpu_query_reply *r, size_t max_procs, const struct nvq_d
 		if (e->gpu >= count)
 			continue;
 		r->dev[e->gpu].used_mem = add_sat(r->dev[e->gpu].used_mem, e->device_bytes);
-		if (np < max_procs && np < VGPU_QUERY_MAX_PROCS)
+		/* pid 0: a process the caller cannot see (another pid
+		 * namespace): its memory counts, it is not listed. */
+		if (e->pid && np < max_procs && np < VGPU_QUERY_MAX_PROCS)
 			r->proc[np++] = (struct vgpu_query_process){
 				.pid = e->pid, .gpu = e->gpu, .used_mem = e->device_bytes,
 				.session = e->id,

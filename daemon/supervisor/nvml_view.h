@@ -32,7 +32,7 @@ struct nvq_devtab {
  * they are bounded here, never trusted. */
 struct nvq_session {
 	uint64_t id;
-	uint32_t pid, uid;
+	uint32_t pid, uid;		/* pid as the caller sees it; 0: it cannot */
 	uint32_t gpu;
 	uint64_t device_bytes;
 };

@@ -61,8 +61,8 @@ static void check_view(const uint8_t *msg, size_t len, uint32_t uid, bool admin)
 		const struct vgpu_query_process *q = &out.r.proc[p];
 		bool found = false;
 
-		if (q->gpu >= out.r.device_count)
-			__builtin_trap();
+		if (q->gpu >= out.r.device_count || !q->pid)
+			__builtin_trap();	/* pid 0: one the caller cannot see */
 		for (size_t i = 0; i < n; i++)
 			found |= s[i].pid == q->pid && s[i].id == q->session &&
 				 (admin || s[i].uid == uid);

@@ -144,6 +144,23 @@ static void view(void)
 	free(r);
 }
 
+/* A process the caller cannot see (another pid namespace: pid 0 after
+ * nvml_query.c's translation) is not listed; its memory counts. */
+static void unseen(void)
+{
+	struct nvq_devtab dt = table();
+	struct vgpu_query_reply *r = room();
+	struct nvq_session s[2] = {
+		{ .id = 1, .pid = 0, .uid = 5, .gpu = 0, .device_bytes = 3 << 20 },
+		{ .id = 2, .pid = 17, .uid = 5, .gpu = 0, .device_bytes = 1 << 20 },
+	};
+
+	nvq_view(r, VGPU_QUERY_MAX_PROCS, &dt, s, 2, 5, false);
+	CHECK(r->process_count == 1 && r->proc[0].pid == 17, "%u", r->process_count);
+	CHECK(r->dev[0].used_mem == 4 << 20);
+	free(r);
+}
+
 static void bounds(void)
 {
 	struct nvq_devtab dt = table();
@@ -165,6 +182,7 @@ int main(void)
 {
 	parse();
 	view();
+	unseen();
 	bounds();
 	printf("test_nvml_view: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
