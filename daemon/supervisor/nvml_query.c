@@ -105,17 +105,11 @@ static CUresult describe(const struct worker *w, int i, struct vgpu_query_device
 	return CUDA_SUCCESS;
 }
 
-/* In a worker, its backend ready and before it says so: the first to come
- * here describes the GPUs; one that cannot leaves it to the next. */
-void sv_nvml_describe(const struct worker *w)
+static void fill(const struct worker *w)
 {
-	uint32_t empty = NVQ_EMPTY;
 	int n = w->device_count < (int)VGPU_MAX_DEVICES ? w->device_count : (int)VGPU_MAX_DEVICES;
 	int v = 0;
 
-	if (!devtab || !__atomic_compare_exchange_n(&devtab->state, &empty, NVQ_FILLING, false,
-						    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
 	for (int i = 0; i < n; i++)
 		if (describe(w, i, &devtab->dev[i])) {
 			vlog_warn("worker: GPU %d not described for NVML: the next worker tries", i);
@@ -127,6 +121,25 @@ void sv_nvml_describe(const struct worker *w)
 	devtab->backend = w->B.kind;
 	driver_version(devtab->driver_version, sizeof(devtab->driver_version));
 	__atomic_store_n(&devtab->state, NVQ_READY, __ATOMIC_RELEASE);
+}
+
+/*
+ * In a worker, its backend ready and before it says so (so before it
+ * serves anyone): the first to come here describes the GPUs, one that
+ * cannot leaves it to the next. Then the table leaves the worker's address
+ * space: a worker serving a tenant cannot rewrite what the others are told.
+ */
+void sv_nvml_describe(const struct worker *w)
+{
+	uint32_t empty = NVQ_EMPTY;
+
+	if (!devtab)
+		return;
+	if (__atomic_compare_exchange_n(&devtab->state, &empty, NVQ_FILLING, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		fill(w);
+	munmap(devtab, sizeof(*devtab));
+	devtab = NULL;
 }
 
 static bool caller_is_admin(int fd, const struct ucred *cr)
