@@ -29,7 +29,8 @@ CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
 LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 
 COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
-RUNTIME_SRCS := $(shell find runtime -name '*.c')
+# runtime/nvml/ is libnvidia-ml.so.1's (mk/nvml.mk), not libvgpu.so's.
+RUNTIME_SRCS := $(filter-out runtime/nvml/%,$(shell find runtime -name '*.c'))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(shell find daemon -name '*.c'))
 # The host backend, which unit tests and fuzz harnesses link on their own.
 HOST_BACKEND_SRCS := $(shell find daemon/backend/host -name '*.c') daemon/backend/backend_gen.c
@@ -40,6 +41,7 @@ CKPT_SRCS := common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_io.
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 RUNTIME_LIB := $(B)/lib/vgpu/libvgpu.so
+NVML_LIB := $(B)/lib/vgpu/libnvidia-ml.so.1
 VGPUD := $(B)/bin/vgpud
 VGPU := $(B)/bin/vgpu
 LIBVGPU := $(RUNTIME_LIB)
@@ -47,7 +49,7 @@ LIBVGPU := $(RUNTIME_LIB)
 .PHONY: all clean install test demo unit e2e
 VGPU_CKPT := $(B)/bin/vgpu-ckpt
 
-all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(VGPUD) $(VGPU) $(VGPU_CKPT) vgpuctl unit-bins
+all: $(RUNTIME_LIB) $(B)/lib/vgpu/libcuda.so.1 $(NVML_LIB) $(VGPUD) $(VGPU) $(VGPU_CKPT) vgpuctl unit-bins
 
 # Objects: the runtime hides everything but the driver's entry points.
 $(B)/obj/runtime/%.o: runtime/%.c
@@ -114,6 +116,8 @@ UNIT_BINS += $(UNIT)/test_host_streamops
 UNIT_BINS += $(UNIT)/test_host_green
 # runs of launches as graphs
 UNIT_BINS += $(UNIT)/test_launch_graphs
+# vgpu's NVML: the supervisor's GPU query
+UNIT_BINS += $(UNIT)/test_nvml_view
 
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
@@ -134,6 +138,7 @@ $(UNIT)/test_jit_cache: $(call obj,tests/unit/test_jit_cache.c daemon/supervisor
 $(UNIT)/test_vmem: $(call obj,tests/unit/test_vmem.c daemon/worker/vmem.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_streamops: $(call obj,tests/unit/test_host_streamops.c $(HOST_BACKEND_SRCS) common/log.c)
 $(UNIT)/test_host_green: $(call obj,tests/unit/test_host_green.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_nvml_view: $(call obj,tests/unit/test_nvml_view.c daemon/supervisor/nvml_view.c)
 $(UNIT)/test_launch_graphs: $(call obj,tests/unit/test_launch_graphs.c daemon/worker/launch_graphs.c \
 	daemon/worker/objects.c common/log.c)
 $(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/worker/pool.c daemon/worker/exec/exec_pool.c daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/log.c)
@@ -148,6 +153,7 @@ $(UNIT)/%:
 	$(CC) -o $@ $^ -lpthread -ldl -lm
 
 include mk/exports.mk
+include mk/nvml.mk
 include mk/calls.mk
 include mk/tools.mk
 -include mk/kmod.mk
@@ -161,6 +167,7 @@ install: all install-tools
 	install -m 755 $(VGPU_CKPT) $(DESTDIR)$(PREFIX)/bin/vgpu-ckpt
 	install -m 755 $(VGPUD) $(DESTDIR)$(PREFIX)/sbin/vgpud
 	install -m 755 $(RUNTIME_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libvgpu.so
+	install -m 755 $(NVML_LIB) $(DESTDIR)$(PREFIX)/lib/vgpu/libnvidia-ml.so.1
 	ln -sf libvgpu.so $(DESTDIR)$(PREFIX)/lib/vgpu/libcuda.so.1
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' daemon/vgpud.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/vgpud.service

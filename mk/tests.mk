@@ -58,6 +58,12 @@ $(E2E_OUT)/%: tests/e2e/%.c tests/e2e/driver_check.h
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -lpthread
 
+# vgpu's NVML, linked as programs link NVIDIA's (-lnvidia-ml): the build's.
+NVML_TEST_FLAGS = -I runtime/nvml $(NVML_LIB) $(DRIVER_LIBS)
+$(E2E_OUT)/nvml_driver: tests/e2e/nvml_driver.c runtime/nvml/vgpu_nvml.h $(NVML_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(NVML_TEST_FLAGS)
+
 # ---- GPU suite ----------------------------------------------------------
 GPU_OUT := $(B)/tests/gpu
 # One .cu, one program; tmpl_* and rdc_* are two-unit programs.
@@ -107,6 +113,10 @@ $(GPU_OUT)/e2e/kernels_shared: tests/e2e/kernels.cu $(E2E_HDRS)
 $(GPU_OUT)/e2e/%: tests/e2e/%.c tests/e2e/driver_check.h
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS) -lpthread
+
+$(GPU_OUT)/e2e/nvml_driver: tests/e2e/nvml_driver.c runtime/nvml/vgpu_nvml.h $(NVML_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(NVML_TEST_FLAGS)
 
 $(GPU_OUT)/e2e/%: tests/e2e/raw/%.c $(E2E_RAW_SRCS) include/vgpu/proto.h common/ring.h
 	@mkdir -p $(@D)

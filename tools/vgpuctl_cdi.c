@@ -3,8 +3,9 @@
  * vgpuctl cdi [--runtime-dir DIR] [--socket PATH]: a Container Device
  * Interface spec (JSON) for kind vgpu.dev/gpu, device "all". Save it as
  * /etc/cdi/vgpu.json and `podman run --device vgpu.dev/gpu=all IMAGE`
- * gets /dev/vgpu, vgpu's runtime in place of the driver's libcuda.so.1
- * and the daemon's socket, with no NVIDIA driver in the container.
+ * gets /dev/vgpu, vgpu's runtime in place of the driver's libcuda.so.1,
+ * vgpu's NVML in place of its libnvidia-ml.so.1 and the daemon's socket,
+ * with no NVIDIA driver in the container.
  *
  * The socket's directory is mounted, not the socket: vgpud unlinks and
  * binds its socket anew on every start, and a bind mount of the file would
@@ -31,10 +32,11 @@
 #define CDI_KIND	"vgpu.dev/gpu"
 #define CONTAINER_RUN	"/run/vgpu"
 
-/* Where a container's loader finds libcuda.so.1: Debian, then Red Hat. */
-static const char *const lib_paths[] = {
-	"/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-	"/usr/lib64/libcuda.so.1",
+/* Where a container's loader finds libcuda.so.1 and libnvidia-ml.so.1:
+ * Debian, then Red Hat. */
+static const char *const lib_dirs[] = {
+	"/usr/lib/x86_64-linux-gnu",
+	"/usr/lib64",
 };
 
 const char *vgpuctl_socket_path(void)
@@ -59,12 +61,12 @@ static int default_runtime_dir(char *out, size_t len)
 	return 0;
 }
 
-/* @dir/libvgpu.so as an absolute, resolved path where it exists. */
-static int runtime_lib(const char *dir, char *out, size_t len)
+/* @dir/@name as an absolute, resolved path where it exists. */
+static int runtime_lib(const char *dir, const char *name, char *out, size_t len)
 {
-	char path[PATH_MAX + 16], real[PATH_MAX];
+	char path[PATH_MAX + 32], real[PATH_MAX];
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/libvgpu.so", dir) >=
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 	    sizeof(path))
 		return -ENAMETOOLONG;
 	if (realpath(path, real)) {
@@ -92,9 +94,9 @@ static void bind_ro(const char *host, const char *container, int comma)
 	       comma ? "," : "");
 }
 
-static void spec(const char *lib, const char *sock_dir, const char *sock_name)
+static void spec(const char *lib, const char *nvml, const char *sock_dir, const char *sock_name)
 {
-	char env[PATH_MAX + 32];
+	char env[PATH_MAX + 32], in[PATH_MAX];
 	size_t i;
 
 	printf("{\n  \"cdiVersion\": \"" CDI_VERSION "\",\n"
@@ -110,8 +112,12 @@ static void spec(const char *lib, const char *sock_dir, const char *sock_name)
 	snprintf(env, sizeof(env), "VGPU_SOCKET=" CONTAINER_RUN "/%s", sock_name);
 	vgpuctl_json_str(stdout, env);
 	printf("\n        ],\n        \"mounts\": [\n");
-	for (i = 0; i < sizeof(lib_paths) / sizeof(lib_paths[0]); i++)
-		bind_ro(lib, lib_paths[i], 1);
+	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
+		snprintf(in, sizeof(in), "%s/libcuda.so.1", lib_dirs[i]);
+		bind_ro(lib, in, 1);
+		snprintf(in, sizeof(in), "%s/libnvidia-ml.so.1", lib_dirs[i]);
+		bind_ro(nvml, in, 1);
+	}
 	bind_ro(sock_dir, CONTAINER_RUN, 0);
 	printf("        ]\n      }\n    }\n  ]\n}\n");
 }
@@ -132,7 +138,7 @@ static void warn_control(const char *sock_path, const char *dir)
 
 int vgpuctl_cdi(int argc, char **argv)
 {
-	char dir[PATH_MAX], lib[PATH_MAX + 16], sock[PATH_MAX];
+	char dir[PATH_MAX], lib[PATH_MAX + 32], nvml[PATH_MAX + 32], sock[PATH_MAX];
 	const char *rt = NULL, *sock_arg = vgpuctl_socket_path();
 	char *slash;
 	int i;
@@ -152,7 +158,8 @@ int vgpuctl_cdi(int argc, char **argv)
 			"use --runtime-dir\n");
 		return VGPUCTL_FAIL;
 	}
-	if (runtime_lib(dir, lib, sizeof(lib)))
+	if (runtime_lib(dir, "libvgpu.so", lib, sizeof(lib)) ||
+	    runtime_lib(dir, "libnvidia-ml.so.1", nvml, sizeof(nvml)))
 		return VGPUCTL_FAIL;
 	snprintf(sock, sizeof(sock), "%s", sock_arg);
 	slash = strrchr(sock, '/');
@@ -163,6 +170,6 @@ int vgpuctl_cdi(int argc, char **argv)
 	}
 	*slash = 0;
 	warn_control(sock_arg, sock);
-	spec(lib, sock, slash + 1);
+	spec(lib, nvml, sock, slash + 1);
 	return VGPUCTL_OK;
 }

@@ -140,6 +140,10 @@ void sv_on_hello(uint32_t idx, int res)
 		admit_drop(i, 0, NULL);	/* gone: nobody to serve */
 		return;
 	}
+	if (sv_nvml_query(e->fd, &e->cr)) {	/* answered without a worker */
+		admit_take(i);
+		return;
+	}
 	e->hello = true;
 	sv_fill_pool();
 	sv_drain_pending();

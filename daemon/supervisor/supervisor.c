@@ -202,6 +202,7 @@ int supervisor_run(const struct supervisor_config *cfg)
 		vlog_warn("no shared statistics for workers: %s", strerror(errno));
 		sv.stats = NULL;
 	}
+	sv_nvml_init();	/* before the first worker: they share it */
 	admin_init(&sv_admin_ops, cfg->admin_gid);
 	sv.restore_ev = eventfd(0, EFD_CLOEXEC);
 	if (sv.restore_ev < 0)

@@ -12,6 +12,7 @@
  *   restore.c         suspended sessions taken up (--restore, vgpuctl restore)
  *   session_move.c    vgpuctl move
  *   ctl_orders.c      vgpuctl's other orders, the control socket's accepts
+ *   nvml_query.c      the GPU query of vgpu's NVML (vgpu/query.h)
  */
 #ifndef VGPU_SUPERVISOR_STATE_H
 #define VGPU_SUPERVISOR_STATE_H
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "admin.h"
@@ -192,6 +194,11 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 		     size_t len);
 void sv_on_migrating(int i);
 void sv_moved(int j);
+
+/* nvml_query.c */
+void sv_nvml_init(void);
+void sv_nvml_describe(const struct worker *w);
+bool sv_nvml_query(int fd, const struct ucred *cr);
 
 /* ctl_orders.c */
 extern const struct admin_ops sv_admin_ops;

@@ -61,6 +61,7 @@ static void worker_child(int ctl, int slot)
 	}
 	if (sv.stats)	/* before "ready": the supervisor reads it then */
 		sv.stats[slot].gpus = (uint16_t)w.device_count;
+	sv_nvml_describe(&w);	/* the first worker ready: for NVML queries */
 	if (write(ctl, &ready, 1) != 1)
 		_exit(1);
 	ret = vgpu_recv_fds(ctl, &h, sizeof(h), fds, &nfds);

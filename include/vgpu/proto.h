@@ -187,6 +187,9 @@ struct vgpu_hello {
 #define VGPU_HELLO_RESUME	(1u << 0)	/* a suspended session comes back: its
 						 * welcome follows the hello, and the
 						 * region, doorbell and pool go along */
+#define VGPU_HELLO_QUERY	(1u << 1)	/* no session: the supervisor answers
+						 * what the caller may see of the GPUs
+						 * (vgpu/query.h, vgpu's NVML) */
 
 /* Carriers (see "Connection" above). */
 #define VGPU_CARRIER_MEMFD	1u

@@ -111,6 +111,11 @@ for p in ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1"):
     need(p in mounts, "mount " + p)
     need(mounts[p]["hostPath"] == lib, "%s from %s, not %s" % (p, lib, mounts[p]["hostPath"]))
     need("ro" in mounts[p].get("options", []), p + " read-only")
+nvml = lib.rsplit("/", 1)[0] + "/libnvidia-ml.so.1"
+for p in ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib64/libnvidia-ml.so.1"):
+    need(p in mounts, "mount " + p)
+    need(mounts[p]["hostPath"] == nvml, "%s from %s, not %s" % (p, nvml, mounts[p]["hostPath"]))
+    need("ro" in mounts[p].get("options", []), p + " read-only")
 sockdir = sock.rsplit("/", 1)[0]
 need(sockdir in mounts, "mount of the socket's folder " + sockdir)
 need("ro" in mounts[sockdir].get("options", []), "socket folder read-only")
@@ -142,6 +147,7 @@ fi
 
 mkdir -p "$tmp/rt"
 : >"$tmp/rt/libvgpu.so"
+: >"$tmp/rt/libnvidia-ml.so.1"
 last="cdi --runtime-dir"; run 0 cdi --runtime-dir "$tmp/rt"
 check_cdi "$(readlink -f "$tmp/rt/libvgpu.so")" /run/vgpu/vgpud.sock
 last="cdi --runtime-dir missing"; run 0 cdi --runtime-dir /nonexistent/lib/vgpu

@@ -1,0 +1,1 @@
+FUZZ_SRCS_nvml := daemon/supervisor/nvml_view.c
