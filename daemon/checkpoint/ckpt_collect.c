@@ -17,6 +17,7 @@
 #include "ckpt_crc.h"
 #include "ckpt_run.h"
 #include "clock.h"
+#include "ipc.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -67,6 +68,8 @@ int ckpt_run_drain(struct ckpt_run *r)
 		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", pool_ipc_ckpt_refusal(w));
 	if (calls_log_refusal(w))
 		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", calls_log_refusal(w));
+	if (ipc_ckpt_refusal(w))
+		return ckpt_run_fail(r, -EOPNOTSUPP, "%s", ipc_ckpt_refusal(w));
 	if (worker_callbacks_stuck(w))
 		return ckpt_run_fail(r, -ETIMEDOUT, "session %llu is stalled waiting for its program "
 				     "(in a host callback); not checkpointed",

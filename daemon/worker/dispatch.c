@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ipc.h"
 #include "launch_graphs.h"
 #include "log.h"
 #include "sticky.h"
@@ -46,6 +47,7 @@ void dispatch_init(void)
 	add(exec_pool_ops);
 	add(exec_vmm_ops);
 	add(exec_pool_ipc_ops);
+	add(exec_ipc_ops);
 	add(exec_gen_ops);
 }
 

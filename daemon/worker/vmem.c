@@ -21,6 +21,8 @@ struct vmem_range {
 	uint32_t nblocks, used;
 	uint64_t *bits;			/* small: blocks in use */
 	uint32_t *req;			/* small: bytes asked for, per block */
+	size_t uoff;			/* ipc: the allocation's offset in the mapping */
+	bool ipc;			/* another process's memory (cuIpcOpenMemHandle) */
 };
 
 static size_t round_up(size_t v, size_t a)
@@ -200,6 +202,24 @@ static struct vmem_range *range_add(struct vmem *m, const struct vmem_range *nr)
 	return &m->r[i];
 }
 
+/* Whether @dev's memory can be exported as a POSIX descriptor (asked once). */
+static bool exportable(struct vmem *m, CUdevice dev)
+{
+	uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+	int v = 0;
+
+	if (!bit)
+		return false;
+	if (!(m->fd_known & bit)) {
+		if (!m->B->cuDeviceGetAttribute(
+			    &v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) &&
+		    v)
+			m->fd_ok |= bit;
+		m->fd_known |= bit;
+	}
+	return m->fd_ok & bit;
+}
+
 /* Physical memory mapped at a free address (at 0), or exactly at @at. */
 static CUresult map_new_typed(struct vmem *m, CUdevice dev, size_t size, CUdeviceptr at,
 			      unsigned types, struct vmem_range *out)
@@ -217,6 +237,10 @@ static CUresult map_new_typed(struct vmem *m, CUdevice dev, size_t size, CUdevic
 	CUresult rc;
 
 	memset(out, 0, sizeof(*out));
+	/* cuMemAlloc's memory may be exported with cuIpcGetMemHandle: the
+	 * driver exports only what was made exportable. */
+	if (!types && exportable(m, dev))
+		prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	/* Memory the client created itself shares the session's limit. */
 	if (size > m->size - m->mapped || m->created > m->size - m->mapped - size)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -394,10 +418,12 @@ CUresult vmem_free(struct vmem *m, CUdeviceptr p)
 		return CUDA_ERROR_INVALID_VALUE;
 	r = &m->r[i];
 	if (!r->cls) {
-		if (p != r->addr)
+		if (p != r->addr || r->ipc)
 			return CUDA_ERROR_INVALID_VALUE;
 		m->in_use -= r->user;
 		unmap_range(m, i);
+		if (m->on_free)
+			m->on_free(m->on_free_arg, p);
 		return CUDA_SUCCESS;
 	}
 	if ((p - r->addr) % r->cls)
@@ -411,6 +437,8 @@ CUresult vmem_free(struct vmem *m, CUdeviceptr p)
 	/* Keep one empty chunk per class so alloc/free loops stay cheap. */
 	if (!--r->used && empty_chunks(m, r->cls) > 1)
 		unmap_range(m, i);
+	if (m->on_free)
+		m->on_free(m->on_free_arg, p);
 	return CUDA_SUCCESS;
 }
 
@@ -424,9 +452,9 @@ CUresult vmem_range_of(struct vmem *m, CUdeviceptr p, CUdeviceptr *base, size_t 
 		return CUDA_ERROR_NOT_FOUND;
 	r = &m->r[i];
 	if (!r->cls) {
-		if (p >= r->addr + r->user)
+		if (p < r->addr + r->uoff || p - (r->addr + r->uoff) >= r->user)
 			return CUDA_ERROR_NOT_FOUND;
-		*base = r->addr;
+		*base = r->addr + r->uoff;
 		*size = r->user;
 		return CUDA_SUCCESS;
 	}
@@ -468,7 +496,7 @@ int vmem_for_each(const struct vmem *m, int (*fn)(void *arg, CUdeviceptr p, size
 		int ret = 0;
 
 		if (!r->cls) {
-			ret = fn(arg, r->addr, r->user);
+			ret = fn(arg, r->addr + r->uoff, r->user);
 		} else {
 			for (uint32_t b = 0; b < r->nblocks && !ret; b++)
 				if (r->bits[b / 64] & (1ull << (b % 64)))
@@ -639,4 +667,52 @@ unmap:
 give_va:
 	hole_give(m, nr.addr, size);
 	return rc;
+}
+
+/* ---- CUDA IPC (daemon/worker/ipc/) --------------------------------------- */
+
+CUresult vmem_export_alloc(struct vmem *m, CUdeviceptr p, int *fd, size_t *size, size_t *off,
+			   size_t *bytes)
+{
+	CUdeviceptr base;
+	long i = range_find(m, p);
+
+	if (i < 0 || m->r[i].ipc || vmem_range_of(m, p, &base, bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	*size = m->r[i].size;
+	*off = base - m->r[i].addr;
+	return m->B->cuMemExportToShareableHandle(fd, m->r[i].h,
+						  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+}
+
+CUresult vmem_map_ipc(struct vmem *m, CUdevice dev, CUmemGenericAllocationHandle h, size_t size,
+		      size_t off, size_t bytes, CUdeviceptr *out)
+{
+	CUdeviceptr p;
+	long i;
+	CUresult rc;
+
+	if (!bytes || off > size || bytes > size - off)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vmem_map_imported(m, dev, h, size, &p);
+	if (rc)
+		return rc;
+	i = range_find(m, p);
+	m->r[i].ipc = true;
+	m->r[i].uoff = off;
+	m->r[i].user = bytes;
+	m->in_use -= size - bytes;
+	*out = p + off;
+	return CUDA_SUCCESS;
+}
+
+CUresult vmem_unmap_ipc(struct vmem *m, CUdeviceptr p)
+{
+	long i = range_find(m, p);
+
+	if (i < 0 || !m->r[i].ipc || p != m->r[i].addr + m->r[i].uoff)
+		return CUDA_ERROR_INVALID_VALUE;
+	m->in_use -= m->r[i].user;
+	unmap_range(m, i);
+	return CUDA_SUCCESS;
 }

@@ -32,6 +32,11 @@ struct vmem {
 	struct vmem_hole *holes;	/* free VA, sorted by address */
 	size_t nholes, hcap;
 	size_t created;			/* bytes of cuMemCreate'd memory the client holds */
+	uint64_t fd_known, fd_ok;	/* per device: POSIX descriptors asked of, answered */
+	/* Called with the base of every allocation vmem_free ends (ipc_mem.c:
+	 * its exports end with it). */
+	void (*on_free)(void *arg, CUdeviceptr p);
+	void *on_free_arg;
 };
 
 /* Reserves [hint, hint + size) (hint 0: anywhere). */
@@ -85,5 +90,24 @@ CUresult vmem_alloc_shareable(struct vmem *m, CUdevice dev, size_t bytes, CUdevi
 CUresult vmem_export_fd(struct vmem *m, CUdeviceptr p, int *fd, size_t *size);
 CUresult vmem_map_imported(struct vmem *m, CUdevice dev, CUmemGenericAllocationHandle h,
 			   size_t size, CUdeviceptr *out);
+
+/*
+ * CUDA IPC (daemon/worker/ipc/). Every physical allocation of cuMemAlloc is
+ * made exportable as a descriptor where the device can (a small allocation
+ * shares its 2 MiB chunk with other small ones of the session). The
+ * allocation holding @p: the descriptor of the physical memory under it,
+ * that memory's size, and the allocation's offset in it and bytes.
+ */
+CUresult vmem_export_alloc(struct vmem *m, CUdeviceptr p, int *fd, size_t *size, size_t *off,
+			   size_t *bytes);
+/*
+ * Another process's physical memory (@size bytes, handle @h) mapped at a
+ * free place: the allocation is its [@off, @off + @bytes), at *out. Only
+ * vmem_unmap_ipc (cuIpcCloseMemHandle) ends it; vmem_free refuses it.
+ * On failure @h stays the caller's.
+ */
+CUresult vmem_map_ipc(struct vmem *m, CUdevice dev, CUmemGenericAllocationHandle h, size_t size,
+		      size_t off, size_t bytes, CUdeviceptr *out);
+CUresult vmem_unmap_ipc(struct vmem *m, CUdeviceptr p);
 
 #endif

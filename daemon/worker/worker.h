@@ -102,6 +102,7 @@ struct worker {
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
 	struct pool_ipc *pool_ipc;	/* pools shared between processes (pool_ipc.c) */
 	struct launch_graphs *launch_graphs;	/* runs of launches (launch_graphs.c) */
+	struct ipc_state *ipc;		/* CUDA IPC (daemon/worker/ipc/) */
 };
 
 /*

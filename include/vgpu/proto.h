@@ -566,6 +566,14 @@ enum vgpu_op {
 	VGPU_OP_GREEN_RECORD_EVENT,	/* arg0 green id, arg1 event id */
 	VGPU_OP_GREEN_WAIT_EVENT,	/* arg0 green id, arg1 event id */
 
+	/* CUDA IPC between sessions of one user (runtime/ipc/,
+	 * daemon/worker/ipc/): the 64 bytes of a handle as ipc_wire.h lays them. */
+	VGPU_OP_IPC_GET_MEM = 0x1C0,	/* arg0 address; R: slot holds the CUipcMemHandle */
+	VGPU_OP_IPC_OPEN_MEM,		/* sqe.ctx, arg0 flags; P: the CUipcMemHandle;
+					 * R: val0 address, val1 the allocation's bytes */
+	VGPU_OP_IPC_CLOSE_MEM,		/* sqe.ctx, arg0 address; R: val0 1 when its last
+					 * close unmapped it */
+
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,

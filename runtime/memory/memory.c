@@ -12,6 +12,7 @@
  * the pageable path and a request to map it for the device is refused.
  */
 #include "calls_hand_gen.h"
+#include "ipc.h"
 #include "memory.h"
 
 #include <limits.h>
@@ -294,8 +295,8 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	rc = vgpu_session(&s);
 	if (rc)
 		return rc;
-	if (!vgpu_is_device(s, dptr))
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!vgpu_is_device(s, dptr) || vgpu_ipc_is_open(dptr))
+		return CUDA_ERROR_INVALID_VALUE;	/* IPC memory: cuIpcCloseMemHandle */
 	if (lookup(&mem.dev, dptr, &r) && r.base != dptr)
 		return CUDA_ERROR_INVALID_VALUE;	/* inside an allocation */
 	rc = vgpu_ctx_current(&ctx);
