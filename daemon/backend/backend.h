@@ -154,7 +154,9 @@
 	X(cuGraphNodeFindInClone) \
 	X(cuGraphKernelNodeGetAttribute) \
 	X(cuGraphKernelNodeSetAttribute) \
-	X(cuGraphMemcpyNodeGetParams)
+	X(cuGraphMemcpyNodeGetParams) \
+	X(cuIpcGetEventHandle) \
+	X(cuIpcOpenEventHandle)
 
 #include "backend_gen.h"
 

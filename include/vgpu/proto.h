@@ -573,6 +573,10 @@ enum vgpu_op {
 					 * R: val0 address, val1 the allocation's bytes */
 	VGPU_OP_IPC_CLOSE_MEM,		/* sqe.ctx, arg0 address; R: val0 1 when its last
 					 * close unmapped it */
+	VGPU_OP_IPC_GET_EVENT,		/* sqe.ctx, arg0 event id; R: slot holds the
+					 * CUipcEventHandle */
+	VGPU_OP_IPC_OPEN_EVENT,		/* sqe.ctx, arg0 the new event's id (the client's);
+					 * P: the CUipcEventHandle */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -63,6 +63,39 @@ static CUresult resolve(CUevent h, struct vgpu_event **out)
 	return rc ? rc : vgpu_event_resolve(h, out);
 }
 
+CUresult vgpu_event_new(struct vgpu_ctx *ctx, unsigned int flags, struct vgpu_event **out)
+{
+	struct vgpu_event *ev = vgpu_obj_new(sizeof(*ev), offsetof(struct vgpu_event, id),
+					     VGPU_K_EVENT);
+	bool ok;
+
+	if (!ev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ev->magic = VGPU_EVENT_MAGIC;
+	ev->ctx = ctx;
+	ev->flags = flags;
+	pthread_mutex_lock(&by_id_lock);
+	ok = by_id_set(ev->id, ev);
+	pthread_mutex_unlock(&by_id_lock);
+	if (!ok) {
+		vgpu_id_free(VGPU_K_EVENT, ev->id);
+		free(ev);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = ev;
+	return CUDA_SUCCESS;
+}
+
+void vgpu_event_drop(struct vgpu_event *ev)
+{
+	pthread_mutex_lock(&by_id_lock);
+	by_id_set(ev->id, NULL);
+	pthread_mutex_unlock(&by_id_lock);
+	vgpu_id_free(VGPU_K_EVENT, ev->id);
+	ev->magic = 0;
+	free(ev);
+}
+
 VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
 	struct vgpu_event *ev;
@@ -73,29 +106,17 @@ VGPU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 		return rc;
 	if (!phEvent || (Flags & ~(unsigned int)EVENT_FLAGS))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (Flags & CU_EVENT_INTERPROCESS)	/* needs cuIpc*EventHandle */
-		return Flags & CU_EVENT_DISABLE_TIMING ? CUDA_ERROR_NOT_SUPPORTED
-						       : CUDA_ERROR_INVALID_VALUE;
+	/* Shared events keep no time (cuIpcGetEventHandle, runtime/ipc/). */
+	if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+		return CUDA_ERROR_INVALID_VALUE;
 	rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
-	ev = vgpu_obj_new(sizeof(*ev), offsetof(struct vgpu_event, id), VGPU_K_EVENT);
-	if (!ev)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	ev->magic = VGPU_EVENT_MAGIC;
-	ev->ctx = ctx;
-	ev->flags = Flags;
-	pthread_mutex_lock(&by_id_lock);
-	rc = by_id_set(ev->id, ev) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-	pthread_mutex_unlock(&by_id_lock);
-	if (!rc)
-		rc = vgpu_post5(VGPU_OP_EVENT_CREATE, ctx->id, 0, ev->id, Flags, 0, 0, 0);
+	if ((rc = vgpu_event_new(ctx, Flags, &ev)))
+		return rc;
+	rc = vgpu_post5(VGPU_OP_EVENT_CREATE, ctx->id, 0, ev->id, Flags, 0, 0, 0);
 	if (rc) {
-		pthread_mutex_lock(&by_id_lock);
-		by_id_set(ev->id, NULL);
-		pthread_mutex_unlock(&by_id_lock);
-		vgpu_id_free(VGPU_K_EVENT, ev->id);
-		free(ev);
+		vgpu_event_drop(ev);
 		return rc;
 	}
 	*phEvent = (CUevent)ev;
@@ -136,6 +157,11 @@ CUresult vgpu_hand_cuEventRecordWithFlags(bool ptds, CUevent h, CUstream hStream
 	rc = vgpu_stream_resolve(hStream, ptds, &ctx, &sid);
 	if (rc)
 		return rc;
+	/* Another process may wait on a shared event as soon as the program
+	 * tells it: the record has reached the worker when this returns. */
+	if (ev->flags & CU_EVENT_INTERPROCESS)
+		return vgpu_call5(VGPU_OP_EVENT_RECORD, ctx->id, sid, ev->id, flags, 0, 0, 0,
+				  NULL);
 	return vgpu_post5(VGPU_OP_EVENT_RECORD, ctx->id, sid, ev->id, flags, 0, 0, 0);
 }
 

@@ -114,6 +114,11 @@ struct vgpu_event {
 VGPU_HIDDEN CUresult vgpu_event_resolve(CUevent h, struct vgpu_event **out);
 /* The live event the worker names by @id; NULL: none. */
 VGPU_HIDDEN CUevent vgpu_event_by_id(uint32_t id);
+/* A new event's handle and id in @ctx (the worker not told yet), and the
+ * handle of one the worker never made (or was told is gone) freed. */
+VGPU_HIDDEN CUresult vgpu_event_new(struct vgpu_ctx *ctx, unsigned int flags,
+				    struct vgpu_event **out);
+VGPU_HIDDEN void vgpu_event_drop(struct vgpu_event *ev);
 
 /* module.c: CUmodule and CUlibrary are both this. */
 struct vgpu_module {

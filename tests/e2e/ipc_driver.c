@@ -6,9 +6,11 @@
  * mode) gets the 64-byte handles through a socket pair, opens them, sees
  * the bytes, writes, opens one twice and closes it twice; the first sees
  * the writes, frees the large allocation while the second still has it
- * open, and the second still reads it. Bad input: forged handles, a freed
- * allocation's handle, a process opening its own handle, cuMemFree of
- * opened memory.
+ * open, and the second still reads it. An interprocess event recorded
+ * after the exporter's writes is opened, waited on, queried, recorded and
+ * destroyed by the second. Bad input: forged handles, a freed allocation's
+ * handle, a process opening its own handle, cuMemFree of opened memory, an
+ * event that is not interprocess.
  *
  *   ipc_driver                      the test above
  *   ipc_driver give FILE            exports, writes the handle to FILE and
@@ -42,6 +44,7 @@
 
 struct handoff {
 	CUipcMemHandle a, l, freed;
+	CUipcEventHandle ev;		/* recorded after the writes to a */
 };
 
 /* Every word of [d, d + words) is v (the first and last N words). */
@@ -90,6 +93,8 @@ static int importer(int sock)
 {
 	struct handoff h;
 	CUipcMemHandle forged;
+	CUipcEventHandle evforged;
+	CUevent ev = NULL, ev2 = NULL;
 	CUdeviceptr pa = 0, pa2 = 0, pl = 0, x = 0, base = 0;
 	size_t size = 0;
 	CUresult rc;
@@ -99,6 +104,16 @@ static int importer(int sock)
 		fprintf(stderr, "ipc_driver(importer): nothing came from the exporter\n");
 		return 2;
 	}
+	rc = cuIpcOpenEventHandle(&ev, h.ev);
+	expect(!rc && ev, "the importer opens the event", rc);
+	if (rc)
+		return 1;
+	rc = cuStreamWaitEvent(NULL, ev, 0);
+	expect(!rc, "its stream waits for the event", rc);
+	rc = cuEventSynchronize(ev);
+	expect(!rc, "the event is synchronized with", rc);
+	rc = cuEventQuery(ev);
+	expect(!rc, "the event is complete", rc);
 	rc = cuIpcOpenMemHandle(&pa, h.a, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 	expect(!rc && pa, "the importer opens the small allocation", rc);
 	if (rc)
@@ -138,6 +153,16 @@ static int importer(int sock)
 	expect(rc == CUDA_ERROR_INVALID_VALUE, "unknown flags are refused", rc);
 	rc = cuMemFree(pa);
 	expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "cuMemFree of opened memory is refused", rc);
+	evforged = h.ev;
+	evforged.reserved[20] ^= 0x5a;
+	rc = cuIpcOpenEventHandle(&ev2, evforged);
+	expect_vgpu(rc == CUDA_ERROR_INVALID_HANDLE, "a forged event handle is refused", rc);
+	rc = cuEventRecord(ev, NULL);
+	if (!rc)
+		rc = cuEventSynchronize(ev);
+	expect(!rc, "the importer records the event too", rc);
+	rc = cuEventDestroy(ev);
+	expect(!rc, "the importer destroys its event", rc);
 
 	if (!say(sock, 'w') || !heard(sock, 'f')) {
 		fprintf(stderr, "ipc_driver(importer): the exporter went away\n");
@@ -285,6 +310,8 @@ int main(int argc, char **argv)
 {
 	struct handoff h;
 	CUipcMemHandle again;
+	CUevent ev = NULL, ev2 = NULL, plain = NULL;
+	CUstream s;
 	CUdeviceptr a = 0, b = 0, l = 0, f = 0, x = 0;
 	CUresult rc;
 	char sfd[16];
@@ -323,6 +350,23 @@ int main(int argc, char **argv)
 	expect(rc != CUDA_SUCCESS, "host memory is not exported", rc);
 	rc = cuIpcOpenMemHandle(&x, h.a, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 	expect_vgpu(rc == CUDA_ERROR_INVALID_CONTEXT, "a process does not open its own handle", rc);
+
+	rc = cuEventCreate(&plain, CU_EVENT_INTERPROCESS);
+	expect(rc == CUDA_ERROR_INVALID_VALUE, "an interprocess event must not keep time", rc);
+	MUST(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+	rc = cuIpcGetEventHandle(&h.ev, plain);
+	expect(rc != CUDA_SUCCESS, "an event that is not interprocess is not exported", rc);
+	MUST(cuEventDestroy(plain));
+	rc = cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
+	expect(!rc, "an interprocess event", rc);
+	MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	MUST(cuMemsetD32Async(a, 0x11111111u, N, s));
+	rc = cuEventRecord(ev, s);
+	if (!rc)
+		rc = cuIpcGetEventHandle(&h.ev, ev);
+	expect(!rc, "recorded after the writes, and exported", rc);
+	rc = cuIpcOpenEventHandle(&ev2, h.ev);
+	expect_vgpu(rc == CUDA_ERROR_INVALID_CONTEXT, "a process does not open its own event", rc);
 	MUST(cuCtxSynchronize());
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
@@ -359,6 +403,10 @@ int main(int argc, char **argv)
 	rc = cuMemFree(a);
 	if (!rc)
 		rc = cuMemFree(b);
+	if (!rc)
+		rc = cuEventDestroy(ev);
+	if (!rc)
+		rc = cuStreamDestroy(s);
 	expect(!rc, "the exporter frees the rest", rc);
 	return checks_done("ipc_driver");
 }

@@ -43,6 +43,7 @@
 
 #include "barrier.h"
 #include "ckpt_calls.h"
+#include "ipc.h"
 #include "log.h"
 #include "ring.h"
 #include "worker.h"
@@ -312,6 +313,7 @@ static void close_session(void)
 	reset_table(&W.gen_objs);
 	calls_log_clear(&W);
 	pools_destroy(&W);
+	ipc_session_end(&W);
 	worker_vmm_destroy(&W);
 	vmem_destroy(&W.vmem);
 	hostpool_destroy(&W.pool);

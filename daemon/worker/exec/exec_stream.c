@@ -7,6 +7,7 @@
 
 #include "barrier.h"
 #include "futex.h"
+#include "ipc.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -182,6 +183,7 @@ static enum op_status op_event_destroy(struct worker *w, struct op_call *call)
 {
 	CUevent ev = event_of(w, call->sqe->arg[0]);
 
+	ipc_event_gone(w, ev);
 	call->cqe->result = ev ? w->B.cuEventDestroy_v2(ev) : CUDA_ERROR_INVALID_HANDLE;
 	obj_remove(&w->events, call->sqe->arg[0]);
 	pools_event_gone(w, (uint32_t)call->sqe->arg[0]);

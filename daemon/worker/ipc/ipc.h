@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CUDA IPC between vgpu sessions of one user (ipc_mem.c). The worker side
- * of cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle.
+ * CUDA IPC between vgpu sessions of one user: the worker side of
+ * cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle (ipc_mem.c),
+ * cuIpcGetEventHandle / cuIpcOpenEventHandle (ipc_event.c), the server
+ * that answers other workers (ipc_server.c).
  */
 #ifndef VGPU_WORKER_IPC_H
 #define VGPU_WORKER_IPC_H
 
 #include "worker.h"
 
-extern const struct op_desc exec_ipc_ops[];
+extern const struct op_desc exec_ipc_ops[];	/* ipc_mem.c */
+extern const struct op_desc exec_ipc_event_ops[];	/* ipc_event.c */
 
+/* The session destroys @ev: its exports end. */
+void ipc_event_gone(struct worker *w, CUevent ev);
+
+/* Everything IPC of the session ends: the server, the exports, the
+ * memory opened (for a harness that reuses one worker). */
+void ipc_session_end(struct worker *w);
 /* Why a checkpoint of the session cannot be taken, or NULL. */
 const char *ipc_ckpt_refusal(struct worker *w);
 

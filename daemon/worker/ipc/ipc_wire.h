@@ -40,12 +40,13 @@ struct ipc_ask {
 };
 
 /* Exporter -> importer; a memory answer brings the descriptor of the
- * physical memory under the allocation. */
+ * physical memory under the allocation, an event answer none. */
 struct ipc_answer {
 	uint32_t magic;
 	int32_t status;			/* CUresult; 0: the descriptor comes with it */
 	uint64_t size;			/* memory: the physical allocation's bytes */
 	uint64_t off, bytes;		/* memory: the allocation in it */
+	uint8_t data[64];		/* event: the backend's handle of the event */
 };
 
 /* The abstract socket name of server @key ("\0vgpu-ipc-<16 hex>"). */
