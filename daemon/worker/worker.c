@@ -778,6 +778,17 @@ void worker_print_to(struct worker *w, int fd)
 	close(old);
 }
 
+void worker_print_switch(struct worker *w, int fd)
+{
+	/* What earlier calls flushed went to the program's fd 1 of then; what
+	 * is still in stdio's buffers (the host backend's kernels print there)
+	 * is flushed by a call to come, natively to the fd 1 of then: the new
+	 * one. */
+	if (w->print_pipe >= 0)
+		drain_prints(w);
+	worker_print_to(w, fd);
+}
+
 int worker_serve(struct worker *w, int client_sock, int ctl, uint64_t session_id)
 {
 	struct vgpu_hello h;

@@ -197,6 +197,8 @@ int worker_loop(struct worker *w);
 int worker_build_memory(struct worker *w, struct vgpu_welcome *wl);
 /* Device printf output goes to fd (the client's stdout) from now on. */
 void worker_print_to(struct worker *w, int fd);
+/* The same once what the driver wrote out so far went to the old one. */
+void worker_print_switch(struct worker *w, int fd);
 /* A welcome that refuses the client, and says why. */
 void worker_refuse(int sock, int err, const char *why);
 /* The same without a log line (admission.c counts its refusals itself). */

@@ -577,6 +577,10 @@ enum vgpu_op {
 					 * CUipcEventHandle */
 	VGPU_OP_IPC_OPEN_EVENT,		/* sqe.ctx, arg0 the new event's id (the client's);
 					 * P: the CUipcEventHandle */
+	/* Device printf follows the program's fd 1 (runtime/session/print_follow.c,
+	 * daemon/worker/ipc/print_follow.c). */
+	VGPU_OP_PRINT_TO = 0x1C8,	/* arg0 token: the program's fd 1 now, sent first on
+					 * the session's socket (struct vgpu_fd_msg) */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -368,6 +368,11 @@ void vgpu_fd_unlock(void)
 	pthread_mutex_unlock(&fd_lock);
 }
 
+bool vgpu_fd_trylock(void)
+{
+	return !pthread_mutex_trylock(&fd_lock);
+}
+
 uint64_t vgpu_fd_token(void)
 {
 	return next_token();

@@ -16,6 +16,8 @@ VGPU_HIDDEN CUresult vgpu_vmm_lookup(uint64_t p, struct vgpu_vmm_info *in);
  * worker sent for @token. */
 VGPU_HIDDEN void vgpu_fd_lock(void);
 VGPU_HIDDEN void vgpu_fd_unlock(void);
+/* false: another call holds it (maybe this thread's own, around its entry). */
+VGPU_HIDDEN bool vgpu_fd_trylock(void);
 VGPU_HIDDEN uint64_t vgpu_fd_token(void);
 VGPU_HIDDEN CUresult vgpu_fd_take(struct vgpu_session *s, uint64_t token, int *fd);
 

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "managed.h"
 #include "pcopy.h"
+#include "print_follow.h"
 #include "sticky.h"
 
 #define SPIN_ITERS	20000	/* ~20-50 us of polling before sleeping */
@@ -257,6 +258,7 @@ static CUresult connect_session(void)
 	fds[0] = STDOUT_FILENO;
 	/* Unsent, the hello may have met a refusal at accept: read it all the same. */
 	(void)vgpu_send_fds(s->sock, &h, sizeof(h), fds, fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 0 : 1);
+	vgpu_print_follow_sent();
 	n = vgpu_recv_fds(s->sock, &s->wl, sizeof(s->wl), fds, &nfds);
 	if (n != sizeof(s->wl) || s->wl.magic != VGPU_PROTO_MAGIC)
 		goto lost;
@@ -663,11 +665,14 @@ CUresult vgpu_call(struct vgpu_req *r)
 	if (rc && !survives_sticky(r->sqe.opcode))
 		return rc;
 	/* Device printf output lands in our stdout during synchronizing calls:
-	 * what the program printed before must be there first, as natively.
+	 * what the program printed before must be there first, as natively,
+	 * and device printf goes to fd 1 as it is now (print_follow.c).
 	 * Not for managed memory's own calls: a fault may come from inside
 	 * stdio, whose lock another faulting thread may hold. */
-	if (!vgpu_managed_busy())
+	if (!vgpu_managed_busy()) {
 		fflush(stdout);
+		vgpu_print_follow(s);
+	}
 	vgpu_managed_before_entry();
 	t0 = vgpu_call_stats_on() ? vgpu_now_ns() : 0;
 	tag = tag_get();

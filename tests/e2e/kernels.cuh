@@ -12,6 +12,8 @@
 #ifndef VGPU_E2E_KERNELS_CUH
 #define VGPU_E2E_KERNELS_CUH
 
+#include <stdio.h>
+
 struct vgpu_big {
 	unsigned v[1024];
 };
@@ -73,6 +75,14 @@ extern "C" __global__ void vgpu_poke_u32(unsigned *p, unsigned v)
 {
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 		*p = v;
+}
+
+/* One line of device printf, by one thread (device printf following the
+ * program's fd 1: tests/e2e/printf_driver.c). */
+extern "C" __global__ void vgpu_print_u32(unsigned v)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		printf("vgpu_print_u32: %u\n", v);
 }
 
 /* Every thread busy-waits about ns nanoseconds. */

@@ -2,6 +2,7 @@
 /* The kernels of tests/e2e/kernels.cuh, run on the host over the whole grid. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -129,6 +130,14 @@ static CUresult poke_u32(const struct host_launch *l)
 	return CUDA_SUCCESS;
 }
 
+/* Device printf: the worker's stdout is the pipe the worker relays to the
+ * program's fd 1 (daemon/worker/worker.c), as the driver's printf is. */
+static CUresult print_u32(const struct host_launch *l)
+{
+	printf("vgpu_print_u32: %u\n", ARG(l, 0, unsigned));
+	return CUDA_SUCCESS;
+}
+
 static CUresult spin(const struct host_launch *l)
 {
 	uint64_t ns = ARG(l, 0, uint64_t);
@@ -197,6 +206,7 @@ static const struct host_kernel kernels[] = {
 	KERNEL("vgpu_iota_u32", iota_u32, 24, { 0, 8 }, { 8, 4 }, { 16, 8 }),
 	KERNEL("vgpu_checksum_u32", checksum_u32, 24, { 0, 8 }, { 8, 8 }, { 16, 8 }),
 	KERNEL("vgpu_poke_u32", poke_u32, 12, { 0, 8 }, { 8, 4 }),
+	KERNEL("vgpu_print_u32", print_u32, 4, { 0, 4 }),
 	KERNEL("vgpu_spin", spin, 8, { 0, 8 }),
 	KERNEL("vgpu_big_param", big_param, 4104, { 0, 4096 }, { 4096, 8 }),
 	KERNEL("vgpu_content_digest", content_digest, 24, { 0, 8 }, { 8, 4 }, { 16, 8 }),

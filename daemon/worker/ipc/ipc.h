@@ -3,7 +3,8 @@
  * CUDA IPC between vgpu sessions of one user: the worker side of
  * cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle (ipc_mem.c),
  * cuIpcGetEventHandle / cuIpcOpenEventHandle (ipc_event.c), the server
- * that answers other workers (ipc_server.c).
+ * that answers other workers (ipc_server.c); and, beside them, device
+ * printf following the program's fd 1 (print_follow.c).
  */
 #ifndef VGPU_WORKER_IPC_H
 #define VGPU_WORKER_IPC_H
@@ -12,6 +13,7 @@
 
 extern const struct op_desc exec_ipc_ops[];	/* ipc_mem.c */
 extern const struct op_desc exec_ipc_event_ops[];	/* ipc_event.c */
+extern const struct op_desc exec_print_follow_ops[];	/* print_follow.c */
 
 /* The session destroys @ev: its exports end. */
 void ipc_event_gone(struct worker *w, CUevent ev);
