@@ -50,6 +50,7 @@ void dispatch_init(void)
 	add(exec_ipc_ops);
 	add(exec_ipc_event_ops);
 	add(exec_print_follow_ops);
+	add(exec_hostreg_ops);
 	add(exec_gen_ops);
 }
 

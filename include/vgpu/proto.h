@@ -581,6 +581,12 @@ enum vgpu_op {
 	 * daemon/worker/ipc/print_follow.c). */
 	VGPU_OP_PRINT_TO = 0x1C8,	/* arg0 token: the program's fd 1 now, sent first on
 					 * the session's socket (struct vgpu_fd_msg) */
+	/* Mapped registration of pageable memory without /dev/vgpu
+	 * (runtime/ipc/hostreg_map.c, daemon/worker/ipc/hostreg_map.c). */
+	VGPU_OP_HOSTREG_MAP,		/* arg0 token of a sealed memfd sent first, arg1
+					 * address, arg2 bytes (whole pages), arg3
+					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
+	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -12,6 +12,7 @@
  * the pageable path and a request to map it for the device is refused.
  */
 #include "calls_hand_gen.h"
+#include "hostreg_map.h"
 #include "ipc.h"
 #include "memory.h"
 
@@ -562,6 +563,8 @@ VGPU_EXPORT CUresult cuMemFreeHost(void *p)
 VGPU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
 	struct vgpu_session *s;
+	struct vgpu_mem_range r;
+	enum vgpu_mem_kind kind;
 	CUresult rc;
 
 	ENTER();
@@ -570,9 +573,12 @@ VGPU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, u
 	rc = vgpu_session(&s);
 	if (rc)
 		return rc;
-	/* Only pool memory is mapped for the device; registered program
-	 * memory never is (see cuMemHostRegister_v2). */
-	if (vgpu_mem_classify(s, (uintptr_t)p, 1, NULL) != VGPU_MEM_POOL)
+	/* Pool memory, and program memory registered with DEVICEMAP
+	 * (runtime/ipc/hostreg_map.c), are mapped for the device at their
+	 * host addresses. */
+	kind = vgpu_mem_classify(s, (uintptr_t)p, 1, &r);
+	if (kind != VGPU_MEM_POOL &&
+	    !(kind == VGPU_MEM_REGISTERED && (r.flags & CU_MEMHOSTREGISTER_DEVICEMAP)))
 		return CUDA_ERROR_INVALID_VALUE;
 	*pdptr = (uintptr_t)p;
 	return CUDA_SUCCESS;
@@ -631,12 +637,11 @@ CUresult vgpu_hand_cuMemHostRegister(void *p, size_t bytesize, unsigned int Flag
 	ENTER();
 	if (!p || !bytesize || (Flags & ~HOSTREGISTER_FLAGS) || bytesize > UINT64_MAX - a)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (Flags & (CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY)) {
+	if (Flags & CU_MEMHOSTREGISTER_IOMEMORY) {
 		static int once;
 
 		if (!__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
-			vlog_warn("cuMemHostRegister: mapped registration of pageable memory "
-				  "needs /dev/vgpu (the vgpu kernel module)");
+			vlog_warn("cuMemHostRegister: registration of I/O memory is not supported");
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	rc = begin(&s, &ctx);
@@ -647,24 +652,46 @@ CUresult vgpu_hand_cuMemHostRegister(void *p, size_t bytesize, unsigned int Flag
 	if (vgpu_is_pool(s, a, 1) || vgpu_is_pool(s, a + bytesize - 1, 1))
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	pthread_rwlock_wrlock(&mem.lock);
-	if (overlaps(&mem.reg, a, bytesize)) {
-		pthread_rwlock_unlock(&mem.lock);
-		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-	}
-	full = insert(&mem.reg, &(struct vgpu_mem_range){ .kind = VGPU_MEM_REGISTERED, .base = a,
-							  .size = bytesize, .id = mem.next_id++,
-							  .flags = Flags, .ctx = ctx });
+	full = overlaps(&mem.reg, a, bytesize);
 	pthread_rwlock_unlock(&mem.lock);
+	if (full)
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	/* Mapped for the device: the pages become the worker's too (not under
+	 * the lock: the call waits for the worker). */
+	if ((Flags & CU_MEMHOSTREGISTER_DEVICEMAP) &&
+	    (rc = vgpu_hostreg_map(ctx, a, bytesize, Flags)))
+		return rc;
+	pthread_rwlock_wrlock(&mem.lock);
+	full = overlaps(&mem.reg, a, bytesize) ? -1
+		: insert(&mem.reg, &(struct vgpu_mem_range){ .kind = VGPU_MEM_REGISTERED,
+							     .base = a, .size = bytesize,
+							     .id = mem.next_id++, .flags = Flags,
+							     .ctx = ctx });
+	pthread_rwlock_unlock(&mem.lock);
+	if (full && (Flags & CU_MEMHOSTREGISTER_DEVICEMAP))
+		vgpu_hostreg_unmap(a, &rc);
+	if (full < 0)
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;	/* another thread's */
 	return full ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult cuMemHostUnregister(void *p)
 {
+	struct vgpu_mem_range r;
+	CUresult rc = CUDA_SUCCESS;
+
 	ENTER();
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
-	return untrack(&mem.reg, (uintptr_t)p, NULL) ? CUDA_SUCCESS
-						      : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	if (!untrack(&mem.reg, (uintptr_t)p, &r))
+		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	if ((r.flags & CU_MEMHOSTREGISTER_DEVICEMAP) && vgpu_hostreg_unmap(r.base, &rc) && rc) {
+		/* Still mapped for the device: still registered. */
+		pthread_rwlock_wrlock(&mem.lock);
+		insert(&mem.reg, &r);
+		pthread_rwlock_unlock(&mem.lock);
+	}
+	return rc;
 }
 
 /* ---- pointer attributes ----------------------------------------------------- */

@@ -4,7 +4,8 @@
  * cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle (ipc_mem.c),
  * cuIpcGetEventHandle / cuIpcOpenEventHandle (ipc_event.c), the server
  * that answers other workers (ipc_server.c); and, beside them, device
- * printf following the program's fd 1 (print_follow.c).
+ * printf following the program's fd 1 (print_follow.c) and mapped
+ * registration of the program's pageable memory (hostreg_map.c).
  */
 #ifndef VGPU_WORKER_IPC_H
 #define VGPU_WORKER_IPC_H
@@ -14,6 +15,10 @@
 extern const struct op_desc exec_ipc_ops[];	/* ipc_mem.c */
 extern const struct op_desc exec_ipc_event_ops[];	/* ipc_event.c */
 extern const struct op_desc exec_print_follow_ops[];	/* print_follow.c */
+extern const struct op_desc exec_hostreg_ops[];	/* hostreg_map.c */
+
+/* Every mapped registration of program memory ends (ipc_session_end). */
+void ipc_hostreg_end_all(struct worker *w);
 
 /* The session destroys @ev: its exports end. */
 void ipc_event_gone(struct worker *w, CUevent ev);

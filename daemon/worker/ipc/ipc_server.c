@@ -338,6 +338,7 @@ void ipc_session_end(struct worker *w)
 			close(x->e[i].fd);
 	for (size_t i = 0; i < x->nim; i++)
 		vmem_unmap_ipc(&w->vmem, x->im[i].p);
+	ipc_hostreg_end_all(w);
 	if (w->vmem.on_free_arg == x) {
 		w->vmem.on_free = NULL;
 		w->vmem.on_free_arg = NULL;
@@ -345,6 +346,7 @@ void ipc_session_end(struct worker *w)
 	pthread_mutex_destroy(&x->lock);
 	free(x->e);
 	free(x->im);
+	free(x->hr);
 	free(x);
 	w->ipc = NULL;
 }
@@ -357,6 +359,9 @@ const char *ipc_ckpt_refusal(struct worker *w)
 	if (w->ipc && w->ipc->nim)
 		return "the session opened CUDA IPC memory of another process "
 		       "(cuIpcOpenMemHandle), which checkpoints do not carry";
+	if (w->ipc && w->ipc->nhr)
+		return "the session registered pageable memory for the device (DEVICEMAP), "
+		       "which checkpoints do not carry";
 	obj_for_each(&w->events, i, e)
 		if (e->aux & IPC_EVENT_IMPORTED)
 			return "the session opened a CUDA IPC event of another process "

@@ -30,6 +30,11 @@ struct ipc_import {
 	uint32_t refs;
 };
 
+/* Program memory mapped here for the device (hostreg_map.c). */
+struct ipc_hostreg {
+	uint64_t addr, len;
+};
+
 struct ipc_state {
 	int srv;			/* listening; -1 until the first export */
 	uint64_t key;
@@ -42,6 +47,8 @@ struct ipc_state {
 	uint64_t next_id;
 	struct ipc_import *im;		/* memory opened; main thread only */
 	size_t nim, imcap;
+	struct ipc_hostreg *hr;		/* main thread only */
+	size_t nhr, hrcap;
 };
 
 /* Events opened from another process carry this above their flags (aux). */
