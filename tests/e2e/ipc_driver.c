@@ -18,10 +18,11 @@
  *   ipc_driver take FILE [ok]       opens FILE's handle: exit 0 when it is
  *                                   refused with CUDA_ERROR_INVALID_HANDLE
  *                                   (ok: when it opens and shows the bytes)
- *   ipc_driver hold GO              exporter and importer wait for GO, each
- *                                   saying "ready PID" (tests/e2e/run ipc_ckpt);
- *                                   then the importer writes and the exporter
- *                                   sees it
+ *   ipc_driver hold GO              the importer holds the exporter's memory
+ *                                   and event until GO.1, the event until
+ *                                   GO.2, nothing until GO.3, saying so
+ *                                   (tests/e2e/run ipc_ckpt); its writes are
+ *                                   seen by the exporter
  *
  * One line per check on stdout, nothing that depends on addresses, timing
  * or the backend; exit 0 pass, 1 fail.
@@ -250,41 +251,67 @@ static void wait_go(const char *go)
 		usleep(100000);
 }
 
-/* hold GO, the importer's side. */
+/* GO.n exists: the harness is done with phase n. */
+static void wait_phase(const char *go, int n)
+{
+	char f[4096];
+
+	snprintf(f, sizeof(f), "%s.%d", go, n);
+	wait_go(f);
+}
+
+/* hold GO, the importer's side: phase 1 it holds the exporter's memory and
+ * event, phase 2 the event only, phase 3 nothing of the exporter's. */
 static int hold_importer(int sock, const char *go)
 {
-	CUipcMemHandle h;
+	struct handoff h;
 	CUdeviceptr p = 0;
+	CUevent ev = NULL;
 	CUresult rc;
 
 	start();
 	if (read(sock, &h, sizeof(h)) != (ssize_t)sizeof(h))
 		return 2;
-	MUST(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	MUST(cuIpcOpenEventHandle(&ev, h.ev));
+	MUST(cuIpcOpenMemHandle(&p, h.a, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
 	printf("importer ready %d\n", (int)getpid());
 	fflush(stdout);
-	wait_go(go);
-	rc = cuMemsetD32(p, 0x66666666u, N);
+	wait_phase(go, 1);
+	rc = cuStreamWaitEvent(NULL, ev, 0);
+	if (!rc)
+		rc = cuMemsetD32(p, 0x66666666u, N);
 	if (!rc)
 		rc = cuCtxSynchronize();
 	expect(!rc, "the importer writes after the checkpoints", rc);
 	say(sock, 'w');
-	heard(sock, 'd');
 	rc = cuIpcCloseMemHandle(p);
-	expect(!rc, "the importer closes", rc);
+	expect(!rc, "the importer closes the memory", rc);
+	printf("importer holds the event only\n");
+	fflush(stdout);
+	wait_phase(go, 2);
+	rc = cuEventDestroy(ev);
+	expect(!rc, "the importer destroys the event", rc);
+	printf("importer holds nothing of the exporter's\n");
+	fflush(stdout);
+	wait_phase(go, 3);
 	return failures ? 1 : 0;
 }
 
 static int hold(const char *go)
 {
-	CUipcMemHandle h;
+	struct handoff h;
 	CUdeviceptr a;
+	CUevent ev;
 	char sfd[16];
 	int sv[2], st = -1;
 	pid_t pid;
 
 	start();
-	MUST(export_small(&a, &h, 0x55555555u));
+	memset(&h, 0, sizeof(h));
+	MUST(export_small(&a, &h.a, 0x55555555u));
+	MUST(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	MUST(cuEventRecord(ev, NULL));
+	MUST(cuIpcGetEventHandle(&h.ev, ev));
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		return 2;
 	snprintf(sfd, sizeof(sfd), "%d", sv[1]);
@@ -300,12 +327,11 @@ static int hold(const char *go)
 		return 2;
 	printf("exporter ready %d\n", (int)getpid());
 	fflush(stdout);
-	wait_go(go);
 	expect(heard(sv[0], 'w') && holds(a, N, 0x66666666u),
 	       "the importer's writes are seen after the checkpoints", CUDA_SUCCESS);
-	say(sv[0], 'd');
 	waitpid(pid, &st, 0);
 	expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the importer ends well", CUDA_SUCCESS);
+	MUST(cuEventDestroy(ev));
 	printf("%s\n", failures ? "failed" : "done");
 	return failures ? 1 : 0;
 }
