@@ -118,6 +118,7 @@ UNIT_BINS += $(UNIT)/test_host_green
 UNIT_BINS += $(UNIT)/test_launch_graphs
 # vgpu's NVML: the supervisor's GPU query
 UNIT_BINS += $(UNIT)/test_nvml_view
+UNIT_BINS += $(UNIT)/test_ipc
 
 .PHONY: unit-bins
 unit-bins: $(filter-out $(UNIT)/test_procaddr,$(UNIT_BINS))
@@ -142,6 +143,8 @@ $(UNIT)/test_nvml_view: $(call obj,tests/unit/test_nvml_view.c daemon/supervisor
 $(UNIT)/test_launch_graphs: $(call obj,tests/unit/test_launch_graphs.c daemon/worker/launch_graphs.c \
 	daemon/worker/objects.c common/log.c)
 $(UNIT)/test_pool: $(call obj,tests/unit/test_pool.c daemon/worker/pool.c daemon/worker/exec/exec_pool.c daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/log.c)
+$(UNIT)/test_ipc: $(call obj,tests/unit/test_ipc.c daemon/worker/ipc/ipc_mem.c daemon/worker/ipc/ipc_server.c \
+	daemon/worker/vmem.c daemon/worker/objects.c $(HOST_BACKEND_SRCS) common/fdpass.c common/log.c)
 
 # Runtime files built without hidden visibility for tests that call them.
 $(B)/obj/unit-rt/%.o: %.c
