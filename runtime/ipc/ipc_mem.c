@@ -15,6 +15,7 @@
 #include "init.h"
 #include "ipc.h"
 #include "log.h"
+#include "managed.h"
 #include "memory.h"
 
 struct opened {
@@ -51,6 +52,7 @@ VGPU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_IPC_GET_MEM } };
 	struct vgpu_session *s;
 	struct vgpu_ctx *ctx;
+	uint64_t base, bytes;
 	CUresult rc;
 
 	ENTER();
@@ -58,7 +60,9 @@ VGPU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((rc = vgpu_session(&s)) || (rc = vgpu_ctx_current(&ctx)))
 		return rc;
-	if (!vgpu_is_device(s, dptr))
+	/* Managed memory is not exported, as the driver's is not (the worker
+	 * would share only its device copy). */
+	if (!vgpu_is_device(s, dptr) || vgpu_managed_find(dptr, 1, &base, &bytes))
 		return CUDA_ERROR_INVALID_VALUE;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = dptr;

@@ -379,6 +379,14 @@ int main(int argc, char **argv)
 	rc = cuIpcGetMemHandle(&again, (CUdeviceptr)(uintptr_t)&again);
 	expect(rc != CUDA_SUCCESS, "host memory is not exported", rc);
 	if (under_vgpu()) {
+		CUdeviceptr m = 0;
+
+		MUST(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
+		rc = cuIpcGetMemHandle(&again, m);
+		expect_vgpu(rc == CUDA_ERROR_INVALID_VALUE, "managed memory is not exported", rc);
+		MUST(cuMemFree(m));
+	}
+	if (under_vgpu()) {
 		rc = cuIpcOpenMemHandle(&x, h.a, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 		expect_vgpu(rc == CUDA_ERROR_INVALID_CONTEXT,
 			    "a process does not open its own handle", rc);
