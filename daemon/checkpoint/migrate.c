@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "fdpass.h"
 #include "host_image.h"
+#include "ipc.h"
 #include "log.h"
 #include "retained.h"
 #include "worker.h"
@@ -193,6 +194,10 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	if (waiter_busy()) {
 		vgpu_ckpt_writer_close(wr);
 		return (void)refuse_move(w, -EBUSY, "a wait is still being answered");
+	}
+	if (ipc_move_refusal(w)) {
+		vgpu_ckpt_writer_close(wr);
+		return (void)refuse_move(w, -EOPNOTSUPP, "%s", ipc_move_refusal(w));
 	}
 	if (worker_checkpoint_file(w, o, &a, wr, land)) {
 		a.type = WMSG_MIGRATING;

@@ -133,8 +133,10 @@ int main(void)
 	CHECK(run(&I, VGPU_OP_IPC_OPEN_MEM, 0, &hf, sizeof(hf), &v, NULL) ==
 	      CUDA_ERROR_INVALID_HANDLE, "a freed allocation's handle");
 
+	CHECK(ipc_move_refusal(&E) == NULL, "nobody opened anything: the exporter may move");
 	CHECK(run(&I, VGPU_OP_IPC_OPEN_MEM, 1, &h, sizeof(h), &p, NULL) == CUDA_SUCCESS,
 	      "the same user's session opens it");
+	CHECK(ipc_move_refusal(&E) != NULL, "opened: the exporter may not move");
 	CHECK(p >= I.vmem.base && p < I.vmem.base + I.vmem.size, "in its window");
 	CHECK(!memcmp((void *)(uintptr_t)p, (void *)(uintptr_t)a, 4096), "the allocation's bytes");
 	memset((void *)(uintptr_t)p, 0x77, 4096);
@@ -162,6 +164,7 @@ int main(void)
 	CHECK(vmem_free(&E.vmem, a) == CUDA_SUCCESS, "the exporter frees it");
 	CHECK(run(&I, VGPU_OP_IPC_OPEN_MEM, 0, &h, sizeof(h), &p, NULL) ==
 	      CUDA_ERROR_INVALID_HANDLE, "its handle names nothing now");
+	CHECK(ipc_move_refusal(&E) == NULL, "freed: the exporter may move again");
 
 	ipc_session_end(&I);
 	ipc_session_end(&O);

@@ -28,5 +28,9 @@ void ipc_event_gone(struct worker *w, CUevent ev);
 void ipc_session_end(struct worker *w);
 /* Why a checkpoint of the session cannot be taken, or NULL. */
 const char *ipc_ckpt_refusal(struct worker *w);
+/* Why the session cannot move to another worker, or NULL: another process
+ * opened memory or an event it exported, which the move would stop sharing
+ * (a checkpoint that leaves the session where it is keeps sharing). */
+const char *ipc_move_refusal(struct worker *w);
 
 #endif

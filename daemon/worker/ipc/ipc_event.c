@@ -17,7 +17,8 @@
  * Destroying the exported event ends its exports (later opens fail). A
  * session holding an opened event refuses checkpoints (the event is the
  * other process's); an exporter's checkpoint carries its event as a plain
- * one of the same flags.
+ * one of the same flags, and its move is refused once another session
+ * opened the event (ipc_move_refusal).
  */
 #include <string.h>
 

@@ -21,10 +21,11 @@
  *    counts one more close. cuMemFree of opened memory is refused.
  *  - Checkpoints: a session that opened another process's memory is
  *    refused (the mapping is not the session's to save). An exporter is
- *    checkpointed as usual, its exported allocations as plain ones: the
- *    importers keep the memory they mapped; a restored or moved exporter
- *    no longer shares it, and handles made before name nothing in its new
- *    worker.
+ *    checkpointed as usual, its exported allocations as plain ones, and
+ *    shares on where it is; its move to another worker is refused once
+ *    another session opened one of its exports (the new worker's memory
+ *    would be another), until the allocation is freed. A session restored
+ *    from a file is a copy: handles made before name nothing in it.
  */
 #include <stdlib.h>
 #include <string.h>

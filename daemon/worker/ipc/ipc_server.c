@@ -127,6 +127,7 @@ static void serve_one(struct ipc_state *x, int sock)
 		a.status = CUDA_SUCCESS;
 		if (e->fd >= 0 && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) < 0)
 			a.status = CUDA_ERROR_OUT_OF_MEMORY;
+		e->opened |= !a.status;
 		a.size = e->size;
 		a.off = e->off;
 		a.bytes = e->bytes;
@@ -349,6 +350,25 @@ void ipc_session_end(struct worker *w)
 	free(x->hr);
 	free(x);
 	w->ipc = NULL;
+}
+
+const char *ipc_move_refusal(struct worker *w)
+{
+	struct ipc_state *x = w->ipc;
+	const char *why = NULL;
+
+	if (!x)
+		return NULL;
+	pthread_mutex_lock(&x->lock);
+	for (size_t i = 0; i < x->n && !why; i++)
+		if (x->e[i].opened)
+			why = x->e[i].kind == IPC_KIND_MEM
+				      ? "another process opened memory the session exported "
+					"(cuIpcGetMemHandle): moved, it would share it no more"
+				      : "another process opened an event the session exported "
+					"(cuIpcGetEventHandle): moved, it would share it no more";
+	pthread_mutex_unlock(&x->lock);
+	return why;
 }
 
 const char *ipc_ckpt_refusal(struct worker *w)

@@ -21,6 +21,7 @@ struct ipc_export {
 	uint64_t size, off, bytes;	/* memory */
 	int fd;				/* memory: its physical allocation; else -1 */
 	uint8_t data[64];		/* event: the backend's own handle */
+	bool opened;			/* another session was given it */
 };
 
 struct ipc_import {
