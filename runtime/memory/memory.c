@@ -734,6 +734,7 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 			   void *data, bool none_is_error)
 {
 	bool dev = r->kind == VGPU_MEM_DEVICE, reg = r->kind == VGPU_MEM_REGISTERED;
+	bool reg_mapped = reg && (r->flags & CU_MEMHOSTREGISTER_DEVICEMAP);
 
 	if (r->vmm) {
 		/* Virtual memory API mappings belong to no context. */
@@ -762,9 +763,10 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 		PUT(unsigned int, dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
 		break;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-		if (reg && none_is_error)
+		/* Registered with DEVICEMAP: at its host address (hostreg_map.c). */
+		if (reg && !reg_mapped && none_is_error)
 			return CUDA_ERROR_INVALID_VALUE;
-		PUT(CUdeviceptr, reg ? 0 : p);
+		PUT(CUdeviceptr, reg && !reg_mapped ? 0 : p);
 		break;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
 		/* Managed memory is at the same address on the host. */
@@ -792,11 +794,13 @@ static CUresult attr_known(const struct vgpu_mem_range *r, uint64_t p, CUpointer
 		PUT(size_t, r->size);
 		break;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
-		PUT(int, !reg);
+		PUT(int, !reg || reg_mapped);
 		break;
 	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-		PUT(int, reg ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
-			     : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
+		PUT(int, reg && !reg_mapped ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
+			 : reg && (r->flags & CU_MEMHOSTREGISTER_READ_ONLY)
+			 ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ
+			 : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
 		PUT(int, r->managed);

@@ -144,6 +144,18 @@ int main(int argc, char **argv)
 	rc = cuMemHostGetDevicePointer(&d, words, 0);
 	expect(!rc && d == (CUdeviceptr)(uintptr_t)words, "the device pointer is the host pointer",
 	       rc);
+	{
+		CUdeviceptr pd = 0;
+		int mapped = 0;
+
+		rc = cuPointerGetAttribute(&pd, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+					   (CUdeviceptr)(uintptr_t)(words + 3));
+		expect(!rc && pd == (CUdeviceptr)(uintptr_t)(words + 3),
+		       "its device pointer attribute is its address", rc);
+		rc = cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED,
+					   (CUdeviceptr)(uintptr_t)words);
+		expect_vgpu(!rc && mapped, "it is mapped", rc);
+	}
 	rc = sum_of(d, nw, &sum);
 	expect(!rc && sum == want, "a kernel reads what the host wrote", rc);
 	words[0] = 0;
