@@ -13,6 +13,7 @@
  */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,21 +21,33 @@
 #include "print_follow.h"
 #include "vmm.h"
 
+/* The file the worker has: read without the lock (a torn read only takes
+ * the slow path), written under it. dev 0 ino 0: none known. */
 static struct {
 	pthread_mutex_t lock;
-	bool known;
-	dev_t dev;
-	ino_t ino;
+	uint64_t dev, ino;
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool known(const struct stat *st)
+{
+	return __atomic_load_n(&F.dev, __ATOMIC_RELAXED) == (uint64_t)st->st_dev &&
+	       __atomic_load_n(&F.ino, __ATOMIC_RELAXED) == (uint64_t)st->st_ino;
+}
+
+static void remember(const struct stat *st)
+{
+	__atomic_store_n(&F.dev, (uint64_t)st->st_dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&F.ino, (uint64_t)st->st_ino, __ATOMIC_RELAXED);
+}
 
 void vgpu_print_follow_sent(void)
 {
-	struct stat st;
+	struct stat st = { 0 };
 
 	pthread_mutex_lock(&F.lock);
-	F.known = !fstat(STDOUT_FILENO, &st);
-	F.dev = st.st_dev;
-	F.ino = st.st_ino;
+	if (fstat(STDOUT_FILENO, &st))
+		st.st_dev = st.st_ino = 0;
+	remember(&st);
 	pthread_mutex_unlock(&F.lock);
 }
 
@@ -45,10 +58,10 @@ void vgpu_print_follow(struct vgpu_session *s)
 	int fd = STDOUT_FILENO;
 	struct stat st;
 
-	if (fstat(STDOUT_FILENO, &st))
+	if (fstat(STDOUT_FILENO, &st) || known(&st))
 		return;
 	pthread_mutex_lock(&F.lock);
-	if (F.known && st.st_dev == F.dev && st.st_ino == F.ino) {
+	if (known(&st)) {	/* another thread sent it */
 		pthread_mutex_unlock(&F.lock);
 		return;
 	}
@@ -61,11 +74,8 @@ void vgpu_print_follow(struct vgpu_session *s)
 	}
 	m.token = vgpu_fd_token();
 	r.sqe.arg[0] = m.token;
-	if (vgpu_send_fds(s->sock, &m, sizeof(m), &fd, 1) == (int)sizeof(m) && !vgpu_post(&r)) {
-		F.known = true;
-		F.dev = st.st_dev;
-		F.ino = st.st_ino;
-	}
+	if (vgpu_send_fds(s->sock, &m, sizeof(m), &fd, 1) == (int)sizeof(m) && !vgpu_post(&r))
+		remember(&st);
 	vgpu_fd_unlock();
 	pthread_mutex_unlock(&F.lock);
 }
