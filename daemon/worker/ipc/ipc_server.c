@@ -105,8 +105,9 @@ static void serve_one(struct ipc_state *x, int sock)
 		answer(sock, &a, -1);
 		return;
 	}
+	/* Exactly one question (MSG_TRUNC: a longer one says its length). */
 	if (poll(&p, 1, IPC_READ_MS) != 1 ||
-	    recv(sock, &q, sizeof(q), MSG_DONTWAIT) != (ssize_t)sizeof(q))
+	    recv(sock, &q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC) != (ssize_t)sizeof(q))
 		return;
 	if (q.magic != IPC_H_MAGIC || q.zero) {
 		answer(sock, &a, -1);
