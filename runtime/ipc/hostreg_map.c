@@ -19,6 +19,11 @@
  * fresh anonymous pages holding the same bytes replace the memfd's
  * (mremap, in one step).
  *
+ * Only private anonymous memory (heap, stack, malloc's, the program's own
+ * anonymous mappings) is taken: a file's pages, or pages shared with
+ * another process, would stop being that file's or shared once swapped
+ * (CUDA_ERROR_NOT_SUPPORTED).
+ *
  * What differs from the driver, which pins the pages where they are:
  *  - the edge pages: the whole pages covering the range are shared,
  *    including the bytes of them outside the range (they keep their
@@ -34,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,6 +71,29 @@ static bool taken(uint64_t start, uint64_t end)
 		if (start < S.v[i].end && S.v[i].start < end)
 			return true;
 	return false;
+}
+
+/* Whether every mapping overlapping [start, end) is private and anonymous
+ * (heap, stack, malloc's and the program's own): a file's pages, or pages
+ * shared with another process, cannot be swapped for a copy without
+ * breaking what the program sees. */
+static bool private_anon(uint64_t start, uint64_t end)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perms[8];
+	unsigned long long lo, hi, ino;
+	bool ok = f != NULL;
+
+	while (ok && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu", &lo, &hi, perms, &ino) != 4)
+			continue;
+		if (hi <= start || lo >= end)
+			continue;
+		ok = perms[3] == 'p' && ino == 0;
+	}
+	if (f)
+		fclose(f);
+	return ok;
 }
 
 /* Whether every page of [start, start + len) is mapped. */
@@ -144,6 +173,13 @@ CUresult vgpu_hostreg_map(struct vgpu_ctx *ctx, uint64_t a, uint64_t bytes, unsi
 		}
 		S.v = n;
 		S.cap = cap;
+	}
+	if (!private_anon(start, end)) {
+		pthread_mutex_unlock(&S.lock);
+		vlog_warn("cuMemHostRegister: [%#llx, %#llx) is not private anonymous memory (a "
+			  "file's or shared pages): mapped registration of it is not supported",
+			  (unsigned long long)start, (unsigned long long)end);
+		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	fd = copy_out(start, end - start);
 	if (fd < 0) {

@@ -6,7 +6,8 @@
  * and those of the rest of its pages stay as they were; the device pointer
  * is the host pointer; a kernel sums what the host wrote and another writes
  * words the host then reads; cuMemHostUnregister keeps the bytes and ends
- * the device pointer. Bad input: a range with a hole, I/O memory.
+ * the device pointer. Bad input: a range with a hole; under vgpu, shared
+ * pages.
  *
  *   hostreg_driver               the test
  *   hostreg_driver hold GO       registers, says "ready", waits for GO
@@ -209,6 +210,21 @@ int main(int argc, char **argv)
 	}
 	munmap(map, maplen);
 	free(copy);
+
+	/* Shared pages would stop being shared once copied: vgpu refuses them. */
+	if (under_vgpu()) {
+		void *sh = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				-1, 0);
+
+		if (sh == MAP_FAILED)
+			return 2;
+		rc = cuMemHostRegister(sh, (size_t)page, CU_MEMHOSTREGISTER_DEVICEMAP);
+		expect_vgpu(rc == CUDA_ERROR_NOT_SUPPORTED, "shared memory is not registered mapped",
+			    rc);
+		if (!rc)
+			cuMemHostUnregister(sh);
+		munmap(sh, (size_t)page);
+	}
 	MUST(cuModuleUnload(m1));
 	MUST(cuModuleUnload(m2));
 	return checks_done("hostreg_driver");
