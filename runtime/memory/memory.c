@@ -7,9 +7,10 @@
  * itself is asynchronous) and pointer queries cost no round trip. Pinned
  * memory is a block of the pool shared with the worker, mapped at the same
  * address on both sides: copies from it are DMA with no extra copy.
- * Registered program memory cannot be shared with the worker without
- * /dev/vgpu, so registration only records the range; copies from it take
- * the pageable path and a request to map it for the device is refused.
+ * Registered program memory is recorded; copies from it take the pageable
+ * path. Registered with DEVICEMAP, its pages are also shared with the
+ * worker at the same address (runtime/ipc/hostreg_map.c), so kernels reach
+ * it through its host address.
  */
 #include "calls_hand_gen.h"
 #include "hostreg_map.h"
