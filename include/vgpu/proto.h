@@ -568,7 +568,8 @@ enum vgpu_op {
 
 	/* CUDA IPC between sessions of one user (runtime/ipc/,
 	 * daemon/worker/ipc/): the 64 bytes of a handle as ipc_wire.h lays them. */
-	VGPU_OP_IPC_GET_MEM = 0x1C0,	/* arg0 address; R: slot holds the CUipcMemHandle */
+	VGPU_OP_IPC_GET_MEM = 0x1C0,	/* sqe.ctx, arg0 address; R: slot holds the
+					 * CUipcMemHandle */
 	VGPU_OP_IPC_OPEN_MEM,		/* sqe.ctx, arg0 flags; P: the CUipcMemHandle;
 					 * R: val0 address, val1 the allocation's bytes */
 	VGPU_OP_IPC_CLOSE_MEM,		/* sqe.ctx, arg0 address; R: val0 1 when its last

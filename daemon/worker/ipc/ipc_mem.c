@@ -213,7 +213,7 @@ static enum op_status op_close_mem(struct worker *w, struct op_call *call)
 }
 
 const struct op_desc exec_ipc_ops[] = {
-	OP(IPC_GET_MEM, OPF_SYNC_ONLY, op_get_mem),
+	OP(IPC_GET_MEM, OPF_SYNC_ONLY | OPF_NEEDS_CTX, op_get_mem),
 	OP(IPC_OPEN_MEM, OPF_SYNC_ONLY | OPF_NEEDS_CTX, op_open_mem),
 	OP(IPC_CLOSE_MEM, OPF_SYNC_ONLY | OPF_NEEDS_CTX, op_close_mem),
 	{ 0 },
