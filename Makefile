@@ -118,6 +118,7 @@ UNIT_BINS += $(UNIT)/test_host_green
 UNIT_BINS += $(UNIT)/test_launch_graphs
 # vgpu's NVML: the supervisor's GPU query
 UNIT_BINS += $(UNIT)/test_nvml_view
+# CUDA IPC between sessions
 UNIT_BINS += $(UNIT)/test_ipc
 
 .PHONY: unit-bins
