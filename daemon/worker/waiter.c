@@ -166,6 +166,11 @@ enum op_status reply_after_stream(struct worker *w, struct op_call *call, CUstre
 	CUevent ev;
 	CUresult rc = waiter_poll(w, s);
 
+	/* Found done by a query, which need not flush the device's printf
+	 * buffer: when something may have printed, a synchronization of the
+	 * finished stream (immediate) flushes it, as the program's sync would. */
+	if (!rc && __atomic_load_n(&w->print_dirty, __ATOMIC_RELAXED))
+		rc = w->B.cuStreamSynchronize(s);
 	if (rc != CUDA_ERROR_NOT_READY) {
 		c->result = rc;
 		return OP_DONE;
