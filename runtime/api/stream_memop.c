@@ -199,31 +199,17 @@ static CUresult batch(CUstream h, bool ptds, unsigned int count,
 	return submit(&r, !own);
 }
 
-VGPU_EXPORT CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count,
-					CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-	return batch(stream, false, count, paramArray, flags, true);
-}
+#define BATCH_ENTRY(name, ptds, v1)								\
+	VGPU_EXPORT CUresult name(CUstream stream, unsigned int count,			\
+				  CUstreamBatchMemOpParams *paramArray, unsigned int flags)	\
+	{											\
+		return batch(stream, ptds, count, paramArray, flags, v1);			\
+	}
 
-VGPU_EXPORT CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
-					     CUstreamBatchMemOpParams *paramArray,
-					     unsigned int flags)
-{
-	return batch(stream, true, count, paramArray, flags, true);
-}
-
-VGPU_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
-					   CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-	return batch(stream, false, count, paramArray, flags, false);
-}
-
-VGPU_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
-						CUstreamBatchMemOpParams *paramArray,
-						unsigned int flags)
-{
-	return batch(stream, true, count, paramArray, flags, false);
-}
+BATCH_ENTRY(cuStreamBatchMemOp, false, true)
+BATCH_ENTRY(cuStreamBatchMemOp_ptsz, true, true)
+BATCH_ENTRY(cuStreamBatchMemOp_v2, false, false)
+BATCH_ENTRY(cuStreamBatchMemOp_v2_ptsz, true, false)
 
 /* ---- context-wide events ------------------------------------------------- */
 
