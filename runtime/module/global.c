@@ -16,7 +16,7 @@
 
 /* Called with m->lock held. */
 static CUresult lookup_global(struct module *m, const char *name, size_t len, uint32_t h,
-			      struct global **out)
+			      void **out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_GLOBAL } };
 	struct global *g = malloc(sizeof(*g) + len);
@@ -48,10 +48,10 @@ static CUresult lookup_global(struct module *m, const char *name, size_t len, ui
 
 static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_t *size)
 {
+	const struct global *g;
 	struct module *m;
-	struct global *g;
+	void *obj;
 	size_t len;
-	uint32_t h;
 	CUresult rc = vgpu_need_out(vgpu_module_resolve(hmod, &m), name);
 
 	if (rc)
@@ -59,13 +59,10 @@ static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_
 	len = strlen(name) + 1;
 	if (len > VGPU_MAX_NAME)
 		return CUDA_ERROR_NOT_FOUND;
-	h = vgpu_name_hash(name);
-	pthread_mutex_lock(&m->lock);
-	g = vgpu_ntab_get(&m->globals, name, h);
-	rc = g ? CUDA_SUCCESS : lookup_global(m, name, len, h, &g);
-	pthread_mutex_unlock(&m->lock);
+	rc = vgpu_module_named(m, &m->globals, name, len, lookup_global, &obj);
 	if (rc)
 		return rc;
+	g = obj;
 	*addr = g->addr;
 	*size = g->size;
 	return CUDA_SUCCESS;

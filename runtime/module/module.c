@@ -53,6 +53,21 @@ CUresult vgpu_module_resolve(void *h, struct module **out)
 	return rc ? rc : vgpu_library_bind(*out);
 }
 
+/* The object named @name in @t, one of @m's tables: the kept one, else
+ * the one @fetch makes, under @m's lock so a name is fetched once. */
+CUresult vgpu_module_named(struct module *m, struct ntab *t, const char *name, size_t len,
+			   vgpu_module_fetch fetch, void **out)
+{
+	uint32_t h = vgpu_name_hash(name);
+	CUresult rc;
+
+	pthread_mutex_lock(&m->lock);
+	*out = vgpu_ntab_get(t, name, h);
+	rc = *out ? CUDA_SUCCESS : fetch(m, name, len, h, out);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
 /* ---- loading -------------------------------------------------------------- */
 
 /* Sends the image to the worker, to be module m->m.id in context ctx. */
