@@ -13,17 +13,15 @@
  * One difference: inputs are compiled at cuLinkComplete, so an input the
  * linker refuses fails cuLinkComplete, not the cuLinkAddData that gave it.
  */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
 #include "entry.h"
 #include "handles.h"
+#include "module.h"
 #include "init.h"
 #include "jit_options.h"
 #include "unsupported.h"
@@ -201,39 +199,17 @@ CUresult vgpu_hand_cuLinkAddData(CUlinkState state, CUjitInputType type, void *d
 CUresult vgpu_hand_cuLinkAddFile(CUlinkState s, CUjitInputType type, const char *path,
 				 unsigned int n, CUjit_option *o, void **v)
 {
-	struct stat st;
 	uint8_t *buf;
-	size_t got = 0;
+	size_t len;
 	CUresult rc;
-	int fd;
 
 	if (!link_get(s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (!path)
-		return CUDA_ERROR_INVALID_VALUE;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return CUDA_ERROR_FILE_NOT_FOUND;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > VGPU_LINK_MAX_BYTES) {
-		close(fd);
-		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_module_read_file(path, VGPU_LINK_MAX_BYTES, CUDA_ERROR_INVALID_VALUE, &buf, &len);
+	if (!rc) {
+		rc = add(s, type, buf, len, path, n, o, v);
+		free(buf);
 	}
-	buf = malloc((size_t)st.st_size);
-	if (!buf) {
-		close(fd);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	rc = got ? add(s, type, buf, got, path, n, o, v) : CUDA_ERROR_FILE_NOT_FOUND;
-	free(buf);
 	return rc;
 }
 
