@@ -75,17 +75,16 @@ static struct vgpu_func_info *take_info(const void *reply, uint64_t len)
  * fn->f.info and then fn->f.id, which says it is usable. */
 static CUresult fetch_function(struct module *m, struct func *fn, size_t len)
 {
-	struct vgpu_session *s = vgpu_session_peek();
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_FUNCTION } };
-	CUresult rc;
+	CUresult rc = vgpu_reply_whole_slot(&r);
 
-	r.reply_cap = s->ring.reply_slot_size;
-	r.reply = malloc(r.reply_cap);
-	r.sqe.arg[1] = vgpu_id_alloc(VGPU_K_FUNC);
-	if (!r.reply || !r.sqe.arg[1]) {
-		rc = CUDA_ERROR_OUT_OF_MEMORY;
-		goto fail;
+	if (!rc) {
+		r.sqe.arg[1] = vgpu_id_alloc(VGPU_K_FUNC);
+		if (!r.sqe.arg[1])
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (rc)
+		goto fail;
 	r.sqe.ctx = m->m.ctx->id;
 	r.sqe.arg[0] = m->m.id;
 	r.payload = fn->f.name;
@@ -304,17 +303,12 @@ static CUresult each_function(struct module *m, unsigned int *total,
 						void *arg),
 			      void *arg)
 {
-	struct vgpu_session *s;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_FUNCTION_NAMES } };
 	uint64_t next = 0, n = 0;
-	CUresult rc = vgpu_session(&s);
+	CUresult rc = vgpu_reply_whole_slot(&r);
 
 	if (rc)
 		return rc;
-	r.reply_cap = s->ring.reply_slot_size;
-	r.reply = malloc(r.reply_cap);
-	if (!r.reply)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	do {
 		const char *p = r.reply;
 		uint64_t got, len;
