@@ -84,30 +84,30 @@ static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev)
 	return vgpu_primary_ctx_peek(dev, pctx);
 }
 
-/* [6] as [1], with three extra arguments that must be empty. */
-static CUresult cudart_module_from_cubin_ext1(CUmodule *module, const void *wrapper,
-					      void *arg3, void *arg4, unsigned arg5)
+/* [6] and [8]: as [1], with three extra arguments that must be empty. */
+static CUresult module_from_cubin_ext(unsigned slot, CUmodule *module, const void *image,
+				      void *arg3, void *arg4, unsigned arg5)
 {
-	vlog_debug("dark API: CUDART_INTERFACE[6] module from %p", wrapper);
+	vlog_debug("dark API: CUDART_INTERFACE[%u] module from %p", slot, image);
 	if (arg3 || arg4 || arg5) {
-		vlog_warn("dark API: CUDART_INTERFACE[6] with extra arguments %p %p %u",
-			  arg3, arg4, arg5);
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
-	return load_module_image(module, wrapper);
-}
-
-/* [8] as [1], image first; it may be a wrapper or a bare fatbin. */
-static CUresult cudart_module_from_cubin_ext2(const void *image, CUmodule *module,
-					      void *arg3, void *arg4, unsigned arg5)
-{
-	vlog_debug("dark API: CUDART_INTERFACE[8] module from %p", image);
-	if (arg3 || arg4 || arg5) {
-		vlog_warn("dark API: CUDART_INTERFACE[8] with extra arguments %p %p %u",
+		vlog_warn("dark API: CUDART_INTERFACE[%u] with extra arguments %p %p %u", slot,
 			  arg3, arg4, arg5);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	return load_module_image(module, image);
+}
+
+static CUresult cudart_module_from_cubin_ext1(CUmodule *module, const void *wrapper,
+					      void *arg3, void *arg4, unsigned arg5)
+{
+	return module_from_cubin_ext(6, module, wrapper, arg3, arg4, arg5);
+}
+
+/* [8]: image first; it may be a wrapper or a bare fatbin. */
+static CUresult cudart_module_from_cubin_ext2(const void *image, CUmodule *module,
+					      void *arg3, void *arg4, unsigned arg5)
+{
+	return module_from_cubin_ext(8, module, image, arg3, arg4, arg5);
 }
 
 /* [12] "load compilers" (PTX JIT, nvvm, tileir): the daemon has its own. */
