@@ -68,46 +68,38 @@ static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_
 	return CUDA_SUCCESS;
 }
 
-static CUresult global_out(void *hmod, const char *name, CUdeviceptr *dptr, size_t *bytes)
+/* The answer in the program's outputs (either may be NULL): 64-bit, or
+ * with @abi32 32-bit, where only an address below 4 GiB can be answered. */
+static CUresult global_out(void *hmod, const char *name, void *dptr, void *bytes, bool abi32)
 {
 	uint64_t addr, size;
 	CUresult rc = get_global(hmod, name, &addr, &size);
 
 	if (rc)
 		return rc;
+	if (abi32 && (addr > UINT32_MAX || size > UINT32_MAX))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (dptr)
-		*dptr = addr;
+		vgpu_put_uint(dptr, abi32 ? sizeof(CUdeviceptr_v1) : sizeof(CUdeviceptr), addr);
 	if (bytes)
-		*bytes = size;
+		vgpu_put_uint(bytes, abi32 ? sizeof(unsigned int) : sizeof(size_t), size);
 	return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
 					  const char *name)
 {
-	return global_out(hmod, name, dptr, bytes);
+	return global_out(hmod, name, dptr, bytes, false);
 }
 
 VGPU_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 					const char *name)
 {
-	return global_out(library, name, dptr, bytes);
+	return global_out(library, name, dptr, bytes, false);
 }
 
-/* The 32-bit ABI: only an address below 4 GiB can be answered. */
 VGPU_EXPORT CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod,
 				       const char *name)
 {
-	uint64_t addr, size;
-	CUresult rc = get_global(hmod, name, &addr, &size);
-
-	if (rc)
-		return rc;
-	if (addr > UINT32_MAX || size > UINT32_MAX)
-		return CUDA_ERROR_NOT_SUPPORTED;
-	if (dptr)
-		*dptr = (CUdeviceptr_v1)addr;
-	if (bytes)
-		*bytes = (unsigned int)size;
-	return CUDA_SUCCESS;
+	return global_out(hmod, name, dptr, bytes, true);
 }
