@@ -16,7 +16,7 @@
  * remember the generation of a created context: a context destroyed by
  * another thread reads CUDA_ERROR_CONTEXT_IS_DESTROYED on this one.
  *
- * Locks: list_lock guards the created-object lists and magic transitions.
+ * Locks: created.lock guards the created-object lists and magic transitions.
  * It is not held while CLS destructors run.
  */
 #include <pthread.h>
@@ -32,9 +32,7 @@
 #define CTX_DEAD_MAGIC	0x64656164u	/* "dead" */
 #define STACK_DEPTH	64
 
-static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ctx_obj *all_created;
-static struct ctx_obj *free_objs;
+static struct vgpu_recycler created = VGPU_RECYCLER_INIT(struct ctx_obj, link);
 
 struct stack_ent {
 	struct ctx_obj *o;
@@ -62,13 +60,11 @@ static CUresult lookup(CUcontext h, struct ctx_obj **out)
 		*out = (struct ctx_obj *)(void *)h;
 		return CUDA_SUCCESS;
 	}
-	pthread_mutex_lock(&list_lock);
-	for (o = all_created; o; o = o->next_all)
-		if (handle_of(o) == h)
-			break;
+	pthread_mutex_lock(&created.lock);
+	o = vgpu_recycle_find_locked(&created, h);
 	if (o && __atomic_load_n(&o->c.magic, __ATOMIC_ACQUIRE) != VGPU_CTX_MAGIC)
 		o = NULL;
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&created.lock);
 	if (!o)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*out = o;
@@ -155,36 +151,14 @@ CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out)
 
 /* ---- Created contexts --------------------------------------------------- */
 
-static struct ctx_obj *obj_alloc(void)
-{
-	struct ctx_obj *o;
-
-	pthread_mutex_lock(&list_lock);
-	o = free_objs;
-	if (o)
-		free_objs = o->next_free;
-	pthread_mutex_unlock(&list_lock);
-	if (o)
-		return o;
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return NULL;
-	pthread_mutex_lock(&list_lock);
-	o->next_all = all_created;
-	all_created = o;
-	pthread_mutex_unlock(&list_lock);
-	return o;
-}
-
 static void obj_recycle(struct ctx_obj *o)
 {
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&created.lock);
 	__atomic_store_n(&o->c.magic, CTX_DEAD_MAGIC, __ATOMIC_RELEASE);
 	__atomic_store_n(&o->gen, o->gen + 1, __ATOMIC_RELEASE);
 	o->destroying = false;
-	o->next_free = free_objs;
-	free_objs = o;
-	pthread_mutex_unlock(&list_lock);
+	vgpu_recycle_put_locked(&created, o);
+	pthread_mutex_unlock(&created.lock);
 }
 
 /* A created or green context's object made live: a fresh instance id, the
@@ -192,7 +166,7 @@ static void obj_recycle(struct ctx_obj *o)
 static void obj_publish(struct ctx_obj *o, uint32_t id, CUdevice dev, unsigned int flags,
 			struct vgpu_green *g)
 {
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&created.lock);
 	o->c.id = id;
 	o->c.dev = dev;
 	o->c.primary = false;
@@ -205,7 +179,7 @@ static void obj_publish(struct ctx_obj *o, uint32_t id, CUdevice dev, unsigned i
 	o->cache = CU_FUNC_CACHE_PREFER_NONE;
 	o->destroying = false;
 	__atomic_store_n(&o->c.magic, VGPU_CTX_MAGIC, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&created.lock);
 }
 
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
@@ -227,12 +201,11 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 		vlog_warn("cuCtxCreate: context stack of this thread is full");
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	o = obj_alloc();
-	if (!o)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	id = vgpu_id_alloc(VGPU_K_CTX);
+	o = vgpu_recycle_get(&created);
+	id = o ? vgpu_id_alloc(VGPU_K_CTX) : 0;
 	if (!id) {
-		obj_recycle(o);
+		if (o)
+			obj_recycle(o);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	rc = vgpu_call5(VGPU_OP_CTX_CREATE, 0, 0, id, (uint64_t)dev, flags, 0, 0, &cqe);
@@ -308,18 +281,16 @@ CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 		return rc;
 	if (vgpu_ctx_is_primary_handle(h))
 		return CUDA_ERROR_INVALID_CONTEXT;	/* release or reset those */
-	pthread_mutex_lock(&list_lock);
-	for (o = all_created; o; o = o->next_all)
-		if (handle_of(o) == h)
-			break;
+	pthread_mutex_lock(&created.lock);
+	o = vgpu_recycle_find_locked(&created, h);
 	/* A green context's goes with cuGreenCtxDestroy. */
 	if (!o || o->c.magic != VGPU_CTX_MAGIC || o->destroying || o->c.green) {
-		pthread_mutex_unlock(&list_lock);
+		pthread_mutex_unlock(&created.lock);
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
 	o->destroying = true;
 	id = o->c.id;
-	pthread_mutex_unlock(&list_lock);
+	pthread_mutex_unlock(&created.lock);
 
 	/* Still a live context while cudart's destructors run. */
 	vgpu_cls_context_destroyed(h);
@@ -336,7 +307,7 @@ CUresult vgpu_hand_cuCtxDestroy(CUcontext h)
 CUresult vgpu_ctx_green_new(uint32_t id, CUdevice dev, unsigned int flags, struct vgpu_green *g,
 			    struct vgpu_ctx **out)
 {
-	struct ctx_obj *o = obj_alloc();
+	struct ctx_obj *o = vgpu_recycle_get(&created);
 
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -361,12 +332,9 @@ CUresult vgpu_hand_cuCtxPushCurrent(CUcontext h)
 	struct ctx_obj *o;
 	CUresult rc = vgpu_enter_nonnull(h);
 
-	if (rc)
-		return rc;
-	rc = lookup(h, &o);
-	if (rc)
-		return rc;
-	return stack_push(o);
+	if (!rc)
+		rc = lookup(h, &o);
+	return rc ? rc : stack_push(o);
 }
 
 CUresult vgpu_hand_cuCtxPopCurrent(CUcontext *pctx)

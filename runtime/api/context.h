@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "handles.h"
+#include "recycle.h"
 
 struct ctx_obj {
 	struct vgpu_ctx c;	/* first: a CUcontext points here */
@@ -21,8 +22,7 @@ struct ctx_obj {
 	uint64_t gen;		/* created: bumped at each destroy */
 	int cache;		/* CUfunc_cache, cuCtxGetCacheConfig */
 	bool destroying;
-	struct ctx_obj *next_all;	/* created: every object ever allocated */
-	struct ctx_obj *next_free;	/* created: recycled objects */
+	struct vgpu_recycle_link link;	/* created: recycled, never freed */
 };
 
 static inline struct ctx_obj *obj_of(struct vgpu_ctx *c)

@@ -30,6 +30,7 @@
 #include "handles.h"
 #include "init.h"
 #include "log.h"
+#include "recycle.h"
 
 #define GREEN_DESC_MAGIC	0x76726473u	/* "vrds" */
 #define GREEN_DEAD_MAGIC	0x64656164u	/* "dead" */
@@ -43,12 +44,10 @@ struct green_desc {
 
 struct green_obj {
 	struct vgpu_green g;	/* first: a CUgreenCtx points here */
-	struct green_obj *next_all;	/* every object ever allocated */
-	struct green_obj *next_free;	/* recycled objects */
+	struct vgpu_recycle_link link;
 };
 
-static pthread_mutex_t green_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct green_obj *all_greens, *free_greens;
+static struct vgpu_recycler greens = VGPU_RECYCLER_INIT(struct green_obj, link);
 
 static CUresult dev_resource(uint32_t ctx, CUdevice dev, CUdevResource *out,
 			     CUdevResourceType type)
@@ -84,13 +83,9 @@ VGPU_EXPORT CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource
 
 	/* No context is not the current one here: the driver (580) says
 	 * CUDA_ERROR_INVALID_CONTEXT even with one current. */
-	if (!rc && !hCtx)
-		rc = CUDA_ERROR_INVALID_CONTEXT;
 	if (!rc)
-		rc = vgpu_ctx_resolve(hCtx, &ctx);
-	if (rc)
-		return rc;
-	return dev_resource(ctx->id, ctx->dev, resource, type);
+		rc = hCtx ? vgpu_ctx_resolve(hCtx, &ctx) : CUDA_ERROR_INVALID_CONTEXT;
+	return rc ? rc : dev_resource(ctx->id, ctx->dev, resource, type);
 }
 
 VGPU_EXPORT CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
@@ -165,34 +160,12 @@ VGPU_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevR
 
 /* ---- green contexts ------------------------------------------------------ */
 
-static struct green_obj *green_alloc(void)
-{
-	struct green_obj *o;
-
-	pthread_mutex_lock(&green_lock);
-	o = free_greens;
-	if (o)
-		free_greens = o->next_free;
-	pthread_mutex_unlock(&green_lock);
-	if (o)
-		return o;
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return NULL;
-	pthread_mutex_lock(&green_lock);
-	o->next_all = all_greens;
-	all_greens = o;
-	pthread_mutex_unlock(&green_lock);
-	return o;
-}
-
 static void green_recycle(struct green_obj *o)
 {
-	pthread_mutex_lock(&green_lock);
+	pthread_mutex_lock(&greens.lock);
 	__atomic_store_n(&o->g.magic, GREEN_DEAD_MAGIC, __ATOMIC_RELEASE);
-	o->next_free = free_greens;
-	free_greens = o;
-	pthread_mutex_unlock(&green_lock);
+	vgpu_recycle_put_locked(&greens, o);
+	pthread_mutex_unlock(&greens.lock);
 }
 
 /* A live green context, found on the list before it is read. With @take,
@@ -201,15 +174,13 @@ static CUresult green_resolve(CUgreenCtx h, bool take, struct vgpu_green **out)
 {
 	struct green_obj *o;
 
-	pthread_mutex_lock(&green_lock);
-	for (o = all_greens; o; o = o->next_all)
-		if ((CUgreenCtx)o == h)
-			break;
+	pthread_mutex_lock(&greens.lock);
+	o = vgpu_recycle_find_locked(&greens, h);
 	if (o && o->g.magic != VGPU_GREEN_MAGIC)
 		o = NULL;
 	if (o && take)
 		__atomic_store_n(&o->g.magic, GREEN_DEAD_MAGIC, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&green_lock);
+	pthread_mutex_unlock(&greens.lock);
 	if (!o)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*out = &o->g;
@@ -270,7 +241,7 @@ VGPU_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (dev < 0 || dev >= vgpu_device_count())
 		return CUDA_ERROR_INVALID_DEVICE;
-	o = green_alloc();
+	o = vgpu_recycle_get(&greens);
 	if (!o)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->g.id = vgpu_id_alloc(VGPU_K_GREEN);

@@ -245,13 +245,12 @@ static CUresult create(CUstream *ph, unsigned int flags, int priority)
 {
 	struct vgpu_ctx *ctx;
 	struct stream *st;
-	CUresult rc = vgpu_initialized();
+	CUresult rc = vgpu_enter_nonnull(ph);
 
-	if (rc)
-		return rc;
-	if (!ph || (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING))
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_ctx_current(&ctx);
+	if (!rc && (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = vgpu_ctx_current(&ctx);
 	if (rc)
 		return rc;
 	rc = stream_new(ctx, NULL, flags, priority, &st);

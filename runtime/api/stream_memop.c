@@ -41,7 +41,6 @@ static CUresult submit(struct vgpu_req *r, bool sync)
 static CUresult word_op(uint16_t op, CUstream h, bool ptds, CUdeviceptr addr, uint64_t value,
 			unsigned int flags, unsigned int size)
 {
-	struct vgpu_req r = { .sqe = { .opcode = op } };
 	struct vgpu_ctx *ctx;
 	uint32_t sid;
 	CUresult rc = vgpu_enter_stream(h, ptds, &ctx, &sid);
@@ -50,14 +49,10 @@ static CUresult word_op(uint16_t op, CUstream h, bool ptds, CUdeviceptr addr, ui
 		return rc;
 	if (!addr || addr % size)
 		return CUDA_ERROR_INVALID_VALUE;
-	r.sqe.ctx = ctx->id;
-	r.sqe.stream = sid;
-	r.sqe.arg[0] = addr;
-	r.sqe.arg[1] = value;
-	r.sqe.arg[2] = flags;
-	r.sqe.arg[3] = size;
-	return submit(&r, !own_word(addr, size) || (op == VGPU_OP_STREAM_WAIT_VALUE &&
-						    (flags & CU_STREAM_WAIT_VALUE_FLUSH)));
+	if (!own_word(addr, size) ||
+	    (op == VGPU_OP_STREAM_WAIT_VALUE && (flags & CU_STREAM_WAIT_VALUE_FLUSH)))
+		return vgpu_call5(op, ctx->id, sid, addr, value, flags, size, 0, NULL);
+	return vgpu_post5(op, ctx->id, sid, addr, value, flags, size, 0);
 }
 
 static CUresult write_value(CUstream h, bool ptds, CUdeviceptr addr, uint64_t v,
@@ -199,31 +194,17 @@ static CUresult batch(CUstream h, bool ptds, unsigned int count,
 	return submit(&r, !own);
 }
 
-VGPU_EXPORT CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count,
-					CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-	return batch(stream, false, count, paramArray, flags, true);
-}
+#define BATCH_ENTRY(name, ptds, v1)								\
+	VGPU_EXPORT CUresult name(CUstream stream, unsigned int count,			\
+				  CUstreamBatchMemOpParams *paramArray, unsigned int flags)	\
+	{											\
+		return batch(stream, ptds, count, paramArray, flags, v1);			\
+	}
 
-VGPU_EXPORT CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
-					     CUstreamBatchMemOpParams *paramArray,
-					     unsigned int flags)
-{
-	return batch(stream, true, count, paramArray, flags, true);
-}
-
-VGPU_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
-					   CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-	return batch(stream, false, count, paramArray, flags, false);
-}
-
-VGPU_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
-						CUstreamBatchMemOpParams *paramArray,
-						unsigned int flags)
-{
-	return batch(stream, true, count, paramArray, flags, false);
-}
+BATCH_ENTRY(cuStreamBatchMemOp, false, true)
+BATCH_ENTRY(cuStreamBatchMemOp_ptsz, true, true)
+BATCH_ENTRY(cuStreamBatchMemOp_v2, false, false)
+BATCH_ENTRY(cuStreamBatchMemOp_v2_ptsz, true, false)
 
 /* ---- context-wide events ------------------------------------------------- */
 

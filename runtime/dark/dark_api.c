@@ -37,8 +37,6 @@ CUresult vgpu_dark_unemulated(enum vgpu_dark_table table, unsigned slot)
 
 /* ---- CUDART_INTERFACE {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9} ----------- */
 
-#define CUDART_SLOTS VGPU_DARK_CUDART_INTERFACE_SLOTS
-
 #define FATBINC_MAGIC 0x466243b1u /* __fatBinC_Wrapper_t */
 #define FATBIN_MAGIC 0xba55ed50u  /* fatbin container header */
 
@@ -86,30 +84,30 @@ static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev)
 	return vgpu_primary_ctx_peek(dev, pctx);
 }
 
-/* [6] as [1], with three extra arguments that must be empty. */
-static CUresult cudart_module_from_cubin_ext1(CUmodule *module, const void *wrapper,
-					      void *arg3, void *arg4, unsigned arg5)
+/* [6] and [8]: as [1], with three extra arguments that must be empty. */
+static CUresult module_from_cubin_ext(unsigned slot, CUmodule *module, const void *image,
+				      void *arg3, void *arg4, unsigned arg5)
 {
-	vlog_debug("dark API: CUDART_INTERFACE[6] module from %p", wrapper);
+	vlog_debug("dark API: CUDART_INTERFACE[%u] module from %p", slot, image);
 	if (arg3 || arg4 || arg5) {
-		vlog_warn("dark API: CUDART_INTERFACE[6] with extra arguments %p %p %u",
-			  arg3, arg4, arg5);
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
-	return load_module_image(module, wrapper);
-}
-
-/* [8] as [1], image first; it may be a wrapper or a bare fatbin. */
-static CUresult cudart_module_from_cubin_ext2(const void *image, CUmodule *module,
-					      void *arg3, void *arg4, unsigned arg5)
-{
-	vlog_debug("dark API: CUDART_INTERFACE[8] module from %p", image);
-	if (arg3 || arg4 || arg5) {
-		vlog_warn("dark API: CUDART_INTERFACE[8] with extra arguments %p %p %u",
+		vlog_warn("dark API: CUDART_INTERFACE[%u] with extra arguments %p %p %u", slot,
 			  arg3, arg4, arg5);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	return load_module_image(module, image);
+}
+
+static CUresult cudart_module_from_cubin_ext1(CUmodule *module, const void *wrapper,
+					      void *arg3, void *arg4, unsigned arg5)
+{
+	return module_from_cubin_ext(6, module, wrapper, arg3, arg4, arg5);
+}
+
+/* [8]: image first; it may be a wrapper or a bare fatbin. */
+static CUresult cudart_module_from_cubin_ext2(const void *image, CUmodule *module,
+					      void *arg3, void *arg4, unsigned arg5)
+{
+	return module_from_cubin_ext(8, module, image, arg3, arg4, arg5);
 }
 
 /* [12] "load compilers" (PTX JIT, nvvm, tileir): the daemon has its own. */
@@ -119,20 +117,14 @@ static CUresult cudart_load_compilers(void)
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(CUDART_INTERFACE)
-
-const void *vgpu_dark_table_CUDART_INTERFACE[CUDART_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(CUDART_SLOTS),
+VGPU_DARK_TABLE(CUDART_INTERFACE,
 	[1] = (const void *)cudart_module_from_cubin,
 	[2] = (const void *)cudart_primary_ctx,
 	[6] = (const void *)cudart_module_from_cubin_ext1,
 	[8] = (const void *)cudart_module_from_cubin_ext2,
-	[12] = (const void *)cudart_load_compilers,
-};
+	[12] = (const void *)cudart_load_compilers)
 
 /* ---- TOOLS_TLS {42d85a81-23f6-cb47-8298-f6e78a3aecdc} ------------------ */
-
-#define TOOLS_TLS_SLOTS VGPU_DARK_TOOLS_TLS_SLOTS
 
 /*
  * Per-thread state of profiling tools. A trace of the real table under
@@ -156,17 +148,11 @@ static CUresult tools_tls_current_ctx(CUcontext *out)
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(TOOLS_TLS)
-
-const void *vgpu_dark_table_TOOLS_TLS[TOOLS_TLS_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(TOOLS_TLS_SLOTS),
+VGPU_DARK_TABLE(TOOLS_TLS,
 	[1] = (const void *)tools_tls_nothing,
-	[2] = (const void *)tools_tls_current_ctx,
-};
+	[2] = (const void *)tools_tls_current_ctx)
 
 /* ---- TOOLS_RUNTIME_CALLBACK_HOOKS {a094798c-2e74-2e74-93f2-0800200c0a66} */
-
-#define HOOKS_SLOTS VGPU_DARK_TOOLS_RUNTIME_CALLBACK_HOOKS_SLOTS
 
 /*
  * [2] and [6] hand the runtime a writable buffer and its size; the runtime
@@ -193,24 +179,14 @@ static void hooks_get_buffer6(void **ptr, size_t *size)
 		*size = 14;
 }
 
-VGPU_DARK_DEFINE_STUBS(TOOLS_RUNTIME_CALLBACK_HOOKS)
-
-const void *vgpu_dark_table_TOOLS_RUNTIME_CALLBACK_HOOKS[HOOKS_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(HOOKS_SLOTS),
+VGPU_DARK_TABLE(TOOLS_RUNTIME_CALLBACK_HOOKS,
 	[2] = (const void *)hooks_get_buffer2,
-	[6] = (const void *)hooks_get_buffer6,
-};
+	[6] = (const void *)hooks_get_buffer6)
 
 /* ---- CTX_CREATE_BYPASS {0ca50b8c-1004-929a-89a7-d0df10e77286} ---------- */
 
-#define BYPASS_SLOTS VGPU_DARK_CTX_CREATE_BYPASS_SLOTS
-
 /* [1] ctx_create_v2_bypass(pctx, flags, dev): no CUDA 13.0 library asks. */
-VGPU_DARK_DEFINE_STUBS(CTX_CREATE_BYPASS)
-
-const void *vgpu_dark_table_CTX_CREATE_BYPASS[BYPASS_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(BYPASS_SLOTS),
-};
+VGPU_DARK_TABLE(CTX_CREATE_BYPASS)
 
 /*
  * HEAP_ACCESS {195bcbf4-d67d-024a-acc5-1d29cea631ae} is not served: the
@@ -219,8 +195,6 @@ const void *vgpu_dark_table_CTX_CREATE_BYPASS[BYPASS_SLOTS] = {
  */
 
 /* ---- DEVICE_EXTENDED_RT (ToolsDevice) {b10541e1-f7c7-c74a-9f64-f223be99f1e2} */
-
-#define DEVEXT_SLOTS VGPU_DARK_DEVICE_EXTENDED_RT_SLOTS	/* 0xf8 */
 
 /* [13] one byte per device, 0 on every GPU observed. */
 static CUresult devext_get_byte13(unsigned char *result, CUdevice dev)
@@ -234,16 +208,10 @@ static CUresult devext_get_byte13(unsigned char *result, CUdevice dev)
 
 /* [5] is an extended attribute query of unknown encoding: left a stub. */
 
-VGPU_DARK_DEFINE_STUBS(DEVICE_EXTENDED_RT)
-
-const void *vgpu_dark_table_DEVICE_EXTENDED_RT[DEVEXT_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(DEVEXT_SLOTS),
-	[13] = (const void *)devext_get_byte13,
-};
+VGPU_DARK_TABLE(DEVICE_EXTENDED_RT,
+	[13] = (const void *)devext_get_byte13)
 
 /* ---- CONTEXT_CHECKS {263e8860-7cd2-6143-92f6-bbd5006dfa7e} -------------- */
-
-#define CHECKS_SLOTS VGPU_DARK_CONTEXT_CHECKS_SLOTS	/* 0x78 */
 
 /*
  * [2] context_check(ctx, &flags, &detail): is ctx a wrapped/special context?
@@ -266,13 +234,9 @@ static uint32_t checks_global(void)
 	return 0;
 }
 
-VGPU_DARK_DEFINE_STUBS(CONTEXT_CHECKS)
-
-const void *vgpu_dark_table_CONTEXT_CHECKS[CHECKS_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(CHECKS_SLOTS),
+VGPU_DARK_TABLE(CONTEXT_CHECKS,
 	[2] = (const void *)checks_context,
-	[3] = (const void *)checks_global,
-};
+	[3] = (const void *)checks_global)
 
 /* ---- Lookup ------------------------------------------------------------ */
 

@@ -152,6 +152,18 @@ CUresult vgpu_dark_unemulated(enum vgpu_dark_table table, unsigned slot);
 #define VGPU_DARK_SIZE_HEADER(n) ((const void *)(uintptr_t)((n) * sizeof(void *)))
 
 /*
+ * Defines table t, VGPU_DARK_t_SLOTS long, and its stubs: slot 0 the
+ * table's size, the slots given as `[i] = (const void *)fn`, and every
+ * other slot its stub once vgpu_dark_tables_ready() has run.
+ */
+#define VGPU_DARK_TABLE(t, ...)                                                         \
+	VGPU_DARK_DEFINE_STUBS(t)                                                       \
+	const void *vgpu_dark_table_##t[VGPU_DARK_##t##_SLOTS] = {                      \
+		[0] = VGPU_DARK_SIZE_HEADER(VGPU_DARK_##t##_SLOTS),                      \
+		__VA_ARGS__                                                             \
+	};
+
+/*
  * Slot counts: the driver's own (580.159, reference/export_tables.md), but
  * context local storage, whose length the driver does not say.
  */

@@ -56,34 +56,64 @@ static struct cls_entry *cls_find(CUcontext ctx, void *key)
 	return NULL;
 }
 
-CUresult vgpu_cls_put(CUcontext ctx, void *key, void *value, vgpu_cls_dtor dtor)
+/* How every slot opens: *ctx resolved, then, holding cls_lock from here
+ * (on success only), *e the entry for (*ctx, key), NULL if none. */
+static CUresult cls_lock_find(CUcontext *ctx, void *key, struct cls_entry **e)
 {
-	struct cls_entry *e;
-	CUresult rc = cls_resolve(&ctx);
+	CUresult rc = cls_resolve(ctx);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	pthread_mutex_lock(&cls_lock);
-	e = cls_find(ctx, key);
-	if (!e) {
-		if (cls_count == cls_cap) {
-			size_t cap = cls_cap ? cls_cap * 2 : 16;
-			struct cls_entry *n = realloc(cls_entries, cap * sizeof(*n));
+	*e = cls_find(*ctx, key);
+	return CUDA_SUCCESS;
+}
 
-			if (!n) {
-				pthread_mutex_unlock(&cls_lock);
-				return CUDA_ERROR_OUT_OF_MEMORY;
-			}
-			cls_entries = n;
-			cls_cap = cap;
-		}
-		e = &cls_entries[cls_count++];
-		e->ctx = ctx;
-		e->key = key;
+/* Under cls_lock: a new entry at the end; NULL when out of memory. */
+static struct cls_entry *cls_add(CUcontext ctx, void *key)
+{
+	struct cls_entry *e;
+
+	if (cls_count == cls_cap) {
+		size_t cap = cls_cap ? cls_cap * 2 : 16;
+		struct cls_entry *n = realloc(cls_entries, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		cls_entries = n;
+		cls_cap = cap;
 	}
-	e->value = value;
-	e->dtor = dtor;
+	e = &cls_entries[cls_count++];
+	e->ctx = ctx;
+	e->key = key;
+	return e;
+}
+
+/* Under cls_lock: drops @e, the others kept in registration order. */
+static void cls_drop(struct cls_entry *e)
+{
+	size_t i = (size_t)(e - cls_entries);
+
+	memmove(e, e + 1, (cls_count - i - 1) * sizeof(*e));
+	cls_count--;
+}
+
+CUresult vgpu_cls_put(CUcontext ctx, void *key, void *value, vgpu_cls_dtor dtor)
+{
+	struct cls_entry *e;
+	CUresult rc = cls_lock_find(&ctx, key, &e);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!e)
+		e = cls_add(ctx, key);
+	if (e) {
+		e->value = value;
+		e->dtor = dtor;
+	}
 	pthread_mutex_unlock(&cls_lock);
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	vlog_debug("dark API: CLS put ctx %p key %p value %p dtor %p", (void *)ctx, key,
 		   value, (void *)(uintptr_t)dtor);
 	return CUDA_SUCCESS;
@@ -92,22 +122,14 @@ CUresult vgpu_cls_put(CUcontext ctx, void *key, void *value, vgpu_cls_dtor dtor)
 CUresult vgpu_cls_delete(CUcontext ctx, void *key)
 {
 	struct cls_entry *e;
-	CUresult rc = cls_resolve(&ctx);
+	CUresult rc = cls_lock_find(&ctx, key, &e);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	pthread_mutex_lock(&cls_lock);
-	e = cls_find(ctx, key);
-	if (e) {
-		size_t i = (size_t)(e - cls_entries);
-
-		memmove(e, e + 1, (cls_count - i - 1) * sizeof(*e));
-		cls_count--;
-		rc = CUDA_SUCCESS;
-	} else {
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	}
+	if (e)
+		cls_drop(e);
 	pthread_mutex_unlock(&cls_lock);
+	rc = e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 	vlog_debug("dark API: CLS delete ctx %p key %p: %d", (void *)ctx, key, (int)rc);
 	return rc;
 }
@@ -119,11 +141,9 @@ CUresult vgpu_cls_get(void **value, CUcontext ctx, void *key)
 
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = cls_resolve(&ctx);
+	rc = cls_lock_find(&ctx, key, &e);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	pthread_mutex_lock(&cls_lock);
-	e = cls_find(ctx, key);
 	if (e)
 		*value = e->value;
 	pthread_mutex_unlock(&cls_lock);
@@ -138,9 +158,7 @@ static int cls_take_first(CUcontext ctx, struct cls_entry *out)
 		if (cls_entries[i].ctx != ctx)
 			continue;
 		*out = cls_entries[i];
-		memmove(&cls_entries[i], &cls_entries[i + 1],
-			(cls_count - i - 1) * sizeof(cls_entries[0]));
-		cls_count--;
+		cls_drop(&cls_entries[i]);
 		return 1;
 	}
 	return 0;

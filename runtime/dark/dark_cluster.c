@@ -41,8 +41,6 @@
 
 #include <stdlib.h>
 
-#define SLOTS VGPU_DARK_CLUSTER_PROTOTYPE_SLOTS
-
 static CUresult set_attr(CUfunction f, CUfunction_attribute a, int v)
 {
 	return cuFuncSetAttribute(f, a, v);
@@ -178,10 +176,7 @@ static CUresult cluster_free_tpc_mapping(unsigned char *vgpc, unsigned char *mtp
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(CLUSTER_PROTOTYPE)
-
-const void *vgpu_dark_table_CLUSTER_PROTOTYPE[SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(SLOTS),
+VGPU_DARK_TABLE(CLUSTER_PROTOTYPE,
 	[1] = (const void *)cluster_set_dims,
 	[2] = (const void *)cluster_set_policy,
 	[3] = (const void *)cluster_set_nonportable,
@@ -194,5 +189,4 @@ const void *vgpu_dark_table_CLUSTER_PROTOTYPE[SLOTS] = {
 	[10] = (const void *)cluster_max_active,
 	[11] = (const void *)cluster_override_max_size,
 	[12] = (const void *)cluster_dims_must_be_set,
-	[13] = (const void *)cluster_free_tpc_mapping,
-};
+	[13] = (const void *)cluster_free_tpc_mapping)

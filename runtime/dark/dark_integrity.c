@@ -257,9 +257,5 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds,
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(INTEGRITY_CHECK)
-
-const void *vgpu_dark_table_INTEGRITY_CHECK[VGPU_DARK_INTEGRITY_CHECK_SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(VGPU_DARK_INTEGRITY_CHECK_SLOTS),
-	[1] = (const void *)integrity_check,
-};
+VGPU_DARK_TABLE(INTEGRITY_CHECK,
+	[1] = (const void *)integrity_check)

@@ -29,8 +29,6 @@
 
 #include <stdlib.h>
 
-#define SLOTS VGPU_DARK_TOOLS_MODULE_SLOTS
-
 /* Far more than a kernel can take (4 KiB of parameters, at least 1 byte each
  * but for the empty ones, which the driver does not list). */
 #define MAX_PARAMS 32768
@@ -79,10 +77,6 @@ static CUresult module_param_count(CUfunction f, size_t *count)
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(TOOLS_MODULE)
-
-const void *vgpu_dark_table_TOOLS_MODULE[SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(SLOTS),
+VGPU_DARK_TABLE(TOOLS_MODULE,
 	[7] = (const void *)module_iterate,
-	[33] = (const void *)module_param_count,
-};
+	[33] = (const void *)module_param_count)

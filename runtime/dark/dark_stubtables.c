@@ -21,14 +21,8 @@
  */
 #include "dark_api.h"
 
-#define STUB_TABLE(t)                                                   \
-	VGPU_DARK_DEFINE_STUBS(t)                                       \
-	const void *vgpu_dark_table_##t[VGPU_DARK_##t##_SLOTS] = {      \
-		[0] = VGPU_DARK_SIZE_HEADER(VGPU_DARK_##t##_SLOTS),      \
-	};
-
-STUB_TABLE(TOOLS_MEMORY)
-STUB_TABLE(TOOLS_TRAP_HANDLER)
-STUB_TABLE(TOOLS_PUSH_BUFFER_HAL)
-STUB_TABLE(TOOLS_RM)
-STUB_TABLE(JIT)
+VGPU_DARK_TABLE(TOOLS_MEMORY)
+VGPU_DARK_TABLE(TOOLS_TRAP_HANDLER)
+VGPU_DARK_TABLE(TOOLS_PUSH_BUFFER_HAL)
+VGPU_DARK_TABLE(TOOLS_RM)
+VGPU_DARK_TABLE(JIT)

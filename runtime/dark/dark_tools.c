@@ -17,8 +17,6 @@
 
 #include "log.h"
 
-#define SLOTS VGPU_DARK_TOOLS_CONTEXT_SLOTS
-
 /* [3] the device of a context (NULL: the current one). */
 static CUresult tools_ctx_device(CUcontext ctx, CUdevice *dev)
 {
@@ -166,12 +164,8 @@ static CUresult tools_ctx_query39(CUcontext ctx, const struct tools_ctx_object *
 	return CUDA_SUCCESS;
 }
 
-VGPU_DARK_DEFINE_STUBS(TOOLS_CONTEXT)
-
-const void *vgpu_dark_table_TOOLS_CONTEXT[SLOTS] = {
-	[0] = VGPU_DARK_SIZE_HEADER(SLOTS),
+VGPU_DARK_TABLE(TOOLS_CONTEXT,
 	[3] = (const void *)tools_ctx_device,
 	[4] = (const void *)tools_ctx_number,
 	[39] = (const void *)tools_ctx_query39,
-	[51] = (const void *)tools_ctx_get_object,
-};
+	[51] = (const void *)tools_ctx_get_object)

@@ -16,7 +16,6 @@
 
 CUresult vgpu_tpc_mapping(CUdevice dev, unsigned char **vgpc, unsigned char **mtpc)
 {
-	struct vgpu_session *s;
 	struct vgpu_ctx *ctx;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_TPC_MAPPING } };
 	unsigned char *a = NULL, *b = NULL;
@@ -26,13 +25,9 @@ CUresult vgpu_tpc_mapping(CUdevice dev, unsigned char **vgpc, unsigned char **mt
 	if (!rc)
 		rc = vgpu_ctx_current(&ctx);
 	if (!rc)
-		rc = vgpu_session(&s);
+		rc = vgpu_reply_whole_slot(&r);
 	if (rc)
 		return rc;
-	r.reply_cap = s->ring.reply_slot_size;
-	r.reply = malloc(r.reply_cap);
-	if (!r.reply)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = (uint64_t)dev;
 	rc = vgpu_call(&r);

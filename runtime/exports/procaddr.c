@@ -95,8 +95,13 @@ static const struct vgpu_export *find(const char *symbol, int cudaVersion, cuuin
 	return &vgpu_exports[v->sym];
 }
 
-static CUresult check_args(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+/* What both ABIs share: the arguments checked, then *pfn set when the
+ * symbol is found (left as it was when not), *status why not. */
+static CUresult proc_address(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *status)
 {
+	const struct vgpu_export *x;
+
 	if (!symbol || !pfn || (flags & ~KNOWN_FLAGS))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (cudaVersion > VGPU_PROCADDR_CUDA_VERSION) {
@@ -104,6 +109,9 @@ static CUresult check_args(const char *symbol, void **pfn, int cudaVersion, cuui
 			   VGPU_PROCADDR_CUDA_VERSION);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	x = find(symbol, cudaVersion, flags, status);
+	if (x)
+		*pfn = x->addr;
 	return CUDA_SUCCESS;
 }
 
@@ -112,13 +120,12 @@ VGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
 					 CUdriverProcAddressQueryResult *symbolStatus)
 {
 	CUdriverProcAddressQueryResult status;
-	const struct vgpu_export *x;
-	CUresult rc = check_args(symbol, pfn, cudaVersion, flags);
+	CUresult rc = proc_address(symbol, pfn, cudaVersion, flags, &status);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	x = find(symbol, cudaVersion, flags, &status);
-	*pfn = x ? x->addr : NULL;
+	if (status != CU_GET_PROC_ADDRESS_SUCCESS)
+		*pfn = NULL;
 	if (symbolStatus)
 		*symbolStatus = status;
 	return CUDA_SUCCESS;
@@ -129,14 +136,9 @@ VGPU_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVe
 				      cuuint64_t flags)
 {
 	CUdriverProcAddressQueryResult status;
-	const struct vgpu_export *x;
-	CUresult rc = check_args(symbol, pfn, cudaVersion, flags);
+	CUresult rc = proc_address(symbol, pfn, cudaVersion, flags, &status);
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	x = find(symbol, cudaVersion, flags, &status);
-	if (!x)
+	if (rc == CUDA_SUCCESS && status != CU_GET_PROC_ADDRESS_SUCCESS)
 		return CUDA_ERROR_NOT_FOUND;
-	*pfn = x->addr;
-	return CUDA_SUCCESS;
+	return rc;
 }

@@ -75,17 +75,16 @@ static struct vgpu_func_info *take_info(const void *reply, uint64_t len)
  * fn->f.info and then fn->f.id, which says it is usable. */
 static CUresult fetch_function(struct module *m, struct func *fn, size_t len)
 {
-	struct vgpu_session *s = vgpu_session_peek();
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_FUNCTION } };
-	CUresult rc;
+	CUresult rc = vgpu_reply_whole_slot(&r);
 
-	r.reply_cap = s->ring.reply_slot_size;
-	r.reply = malloc(r.reply_cap);
-	r.sqe.arg[1] = vgpu_id_alloc(VGPU_K_FUNC);
-	if (!r.reply || !r.sqe.arg[1]) {
-		rc = CUDA_ERROR_OUT_OF_MEMORY;
-		goto fail;
+	if (!rc) {
+		r.sqe.arg[1] = vgpu_id_alloc(VGPU_K_FUNC);
+		if (!r.sqe.arg[1])
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (rc)
+		goto fail;
 	r.sqe.ctx = m->m.ctx->id;
 	r.sqe.arg[0] = m->m.id;
 	r.payload = fn->f.name;
@@ -116,7 +115,7 @@ fail:
  * resolves it (vgpu_func_resolve).
  */
 static CUresult lookup_function(struct module *m, const char *name, size_t len, uint32_t h,
-				struct func **out)
+				void **out)
 {
 	struct func *fn = calloc(1, sizeof(*fn) + len);
 	CUresult rc = CUDA_SUCCESS;
@@ -158,9 +157,8 @@ static CUresult resolve_deferred(struct vgpu_func *f)
 static CUresult get_function(void *hmod, const char *name, void **out)
 {
 	struct module *m;
-	struct func *fn;
+	void *fn;
 	size_t len;
-	uint32_t h;
 	CUresult rc = vgpu_module_lookup(hmod, &m);
 
 	if (rc)
@@ -183,13 +181,9 @@ static CUresult get_function(void *hmod, const char *name, void **out)
 		if (rc)
 			return rc;
 	}
-	h = vgpu_name_hash(name);
-	pthread_mutex_lock(&m->lock);
-	fn = vgpu_ntab_get(&m->funcs, name, h);
-	rc = fn ? CUDA_SUCCESS : lookup_function(m, name, len, h, &fn);
-	pthread_mutex_unlock(&m->lock);
+	rc = vgpu_module_named(m, &m->funcs, name, len, lookup_function, &fn);
 	if (!rc)
-		*out = &fn->f;
+		*out = &((struct func *)fn)->f;
 	else
 		vlog_debug("looking up %s: error %d", name, rc);
 	return rc;
@@ -205,57 +199,57 @@ VGPU_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, co
 	return get_function(library, name, (void **)pKernel);
 }
 
-VGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
-{
-	struct vgpu_func *f;
-	CUresult rc = vgpu_need_out(vgpu_func_get(kernel, &f), pFunc);
+/* What a handle answers about itself, each getter's one difference. */
+enum func_prop { FUNC_SELF, FUNC_MODULE, FUNC_NAME, FUNC_LOADED };
 
-	if (rc)
-		return rc;
-	*pFunc = (CUfunction)f;
-	return CUDA_SUCCESS;
-}
-
-static CUresult func_module(void *h, void **out)
+/* The handle checked first, then the output, as the driver checks them. */
+static CUresult func_answer(void *h, enum func_prop what, void *out)
 {
 	struct vgpu_func *f;
 	CUresult rc = vgpu_need_out(vgpu_func_get(h, &f), out);
 
 	if (rc)
 		return rc;
-	*out = f->mod;
+	switch (what) {
+	case FUNC_SELF:		/* a CUkernel is its CUfunction (module.h) */
+		*(CUfunction *)out = (CUfunction)f;
+		break;
+	case FUNC_MODULE:
+		*(void **)out = f->mod;
+		break;
+	case FUNC_NAME:
+		*(const char **)out = f->name;
+		break;
+	case FUNC_LOADED:	/* the worker loads eagerly */
+		*(CUfunctionLoadingState *)out = CU_FUNCTION_LOADING_STATE_LOADED;
+		break;
+	}
 	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	return func_answer(kernel, FUNC_SELF, pFunc);
 }
 
 VGPU_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
-	return func_module(hfunc, (void **)hmod);
+	return func_answer(hfunc, FUNC_MODULE, hmod);
 }
 
 VGPU_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 {
-	return func_module(kernel, (void **)pLib);
-}
-
-static CUresult func_name(void *h, const char **name)
-{
-	struct vgpu_func *f;
-	CUresult rc = vgpu_need_out(vgpu_func_get(h, &f), name);
-
-	if (rc)
-		return rc;
-	*name = f->name;
-	return CUDA_SUCCESS;
+	return func_answer(kernel, FUNC_MODULE, pLib);
 }
 
 VGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
-	return func_name(hfunc, name);
+	return func_answer(hfunc, FUNC_NAME, name);
 }
 
 VGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
-	return func_name(hfunc, name);
+	return func_answer(hfunc, FUNC_NAME, name);
 }
 
 static CUresult param_info(void *h, size_t index, size_t *offset, size_t *size)
@@ -287,13 +281,7 @@ VGPU_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, si
 
 VGPU_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
-	struct vgpu_func *f;
-	CUresult rc = vgpu_need_out(vgpu_func_get(function, &f), state);
-
-	if (rc)
-		return rc;
-	*state = CU_FUNCTION_LOADING_STATE_LOADED;	/* the worker loads eagerly */
-	return CUDA_SUCCESS;
+	return func_answer(function, FUNC_LOADED, state);
 }
 
 VGPU_EXPORT CUresult cuFuncLoad(CUfunction function)
@@ -315,17 +303,12 @@ static CUresult each_function(struct module *m, unsigned int *total,
 						void *arg),
 			      void *arg)
 {
-	struct vgpu_session *s;
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_FUNCTION_NAMES } };
 	uint64_t next = 0, n = 0;
-	CUresult rc = vgpu_session(&s);
+	CUresult rc = vgpu_reply_whole_slot(&r);
 
 	if (rc)
 		return rc;
-	r.reply_cap = s->ring.reply_slot_size;
-	r.reply = malloc(r.reply_cap);
-	if (!r.reply)
-		return CUDA_ERROR_OUT_OF_MEMORY;
 	do {
 		const char *p = r.reply;
 		uint64_t got, len;

@@ -17,7 +17,7 @@
 
 /* Called with m->lock held. */
 static CUresult lookup_global(struct module *m, const char *name, size_t len, uint32_t h,
-			      struct global **out)
+			      void **out)
 {
 	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_MODULE_GET_GLOBAL } };
 	struct global *g = malloc(sizeof(*g) + len);
@@ -49,10 +49,10 @@ static CUresult lookup_global(struct module *m, const char *name, size_t len, ui
 
 static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_t *size)
 {
+	const struct global *g;
 	struct module *m;
-	struct global *g;
+	void *obj;
 	size_t len;
-	uint32_t h;
 	CUresult rc = vgpu_need_out(vgpu_module_resolve(hmod, &m), name);
 
 	if (rc)
@@ -60,42 +60,43 @@ static CUresult get_global(void *hmod, const char *name, uint64_t *addr, uint64_
 	len = strlen(name) + 1;
 	if (len > VGPU_MAX_NAME)
 		return CUDA_ERROR_NOT_FOUND;
-	h = vgpu_name_hash(name);
-	pthread_mutex_lock(&m->lock);
-	g = vgpu_ntab_get(&m->globals, name, h);
-	rc = g ? CUDA_SUCCESS : lookup_global(m, name, len, h, &g);
-	pthread_mutex_unlock(&m->lock);
+	rc = vgpu_module_named(m, &m->globals, name, len, lookup_global, &obj);
 	if (rc)
 		return rc;
+	g = obj;
 	*addr = g->addr;
 	*size = g->size;
 	return CUDA_SUCCESS;
 }
 
-static CUresult global_out(void *hmod, const char *name, CUdeviceptr *dptr, size_t *bytes)
+/* The answer in the program's outputs (either may be NULL): 64-bit, or
+ * with @abi32 32-bit, where only an address below 4 GiB can be answered. */
+static CUresult global_out(void *hmod, const char *name, void *dptr, void *bytes, bool abi32)
 {
 	uint64_t addr, size;
 	CUresult rc = get_global(hmod, name, &addr, &size);
 
 	if (rc)
 		return rc;
+	if (abi32 && (addr > UINT32_MAX || size > UINT32_MAX))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (dptr)
-		*dptr = addr;
+		vgpu_put_uint(dptr, abi32 ? sizeof(CUdeviceptr_v1) : sizeof(CUdeviceptr), addr);
 	if (bytes)
-		*bytes = size;
+		vgpu_put_uint(bytes, abi32 ? sizeof(unsigned int) : sizeof(size_t), size);
 	return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
 					  const char *name)
 {
-	return global_out(hmod, name, dptr, bytes);
+	return global_out(hmod, name, dptr, bytes, false);
 }
 
 VGPU_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 					const char *name)
 {
-	return global_out(library, name, dptr, bytes);
+	return global_out(library, name, dptr, bytes, false);
 }
 
 /*
@@ -149,20 +150,8 @@ VGPU_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlib
 	return CUDA_SUCCESS;
 }
 
-/* The 32-bit ABI: only an address below 4 GiB can be answered. */
 VGPU_EXPORT CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod,
 				       const char *name)
 {
-	uint64_t addr, size;
-	CUresult rc = get_global(hmod, name, &addr, &size);
-
-	if (rc)
-		return rc;
-	if (addr > UINT32_MAX || size > UINT32_MAX)
-		return CUDA_ERROR_NOT_SUPPORTED;
-	if (dptr)
-		*dptr = (CUdeviceptr_v1)addr;
-	if (bytes)
-		*bytes = (unsigned int)size;
-	return CUDA_SUCCESS;
+	return global_out(hmod, name, dptr, bytes, true);
 }

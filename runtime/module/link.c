@@ -13,30 +13,39 @@
  * One difference: inputs are compiled at cuLinkComplete, so an input the
  * linker refuses fails cuLinkComplete, not the cuLinkAddData that gave it.
  */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "calls_hand_gen.h"
 #include "driver.h"
 #include "client.h"
 #include "entry.h"
 #include "handles.h"
+#include "module.h"
 #include "init.h"
 #include "jit_options.h"
 #include "unsupported.h"
 
 #define LINK_MAGIC 0x766c6e6bu	/* "vlnk" */
 
+/* A log the program gave: its buffer, capacity and size option slot. */
+struct jit_log {
+	char *buf;
+	size_t cap;
+	void **size;
+};
+
+/* The options whose values point into the program, filled from the answer. */
+struct link_slots {
+	struct jit_log info, err;
+	void **wall, **threads;
+};
+
 struct link {
 	uint32_t magic;
 	struct vgpu_jit_option opt[VGPU_LINK_MAX_OPTIONS];
 	uint32_t nopt;
-	char *info, *err;		/* the program's log buffers */
-	size_t info_cap, err_cap;
-	void **info_size, **err_size, **wall, **threads;	/* its option slots */
+	struct link_slots slots;
 	uint8_t *inputs;		/* serialized, as LINK carries them */
 	size_t len, cap;
 	uint32_t ninputs;
@@ -51,6 +60,12 @@ static struct link *link_get(CUlinkState s)
 	return l && l->magic == LINK_MAGIC ? l : NULL;
 }
 
+static struct jit_log *log_of(struct link_slots *k, CUjit_option o)
+{
+	return o == CU_JIT_INFO_LOG_BUFFER || o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ? &k->info
+										       : &k->err;
+}
+
 /*
  * Sorts one option list: scalars go into @out (room @room), the program's
  * buffers and slots into @l when @l is given (cuLinkCreate's list); an
@@ -59,34 +74,27 @@ static struct link *link_get(CUlinkState s)
 static CUresult sort_options(struct link *l, unsigned n, CUjit_option *o, void **v,
 			     struct vgpu_jit_option *out, uint32_t *nout)
 {
+	struct link_slots ignored, *k = l ? &l->slots : &ignored;
+
 	if (n && (!o || !v))
 		return CUDA_ERROR_INVALID_VALUE;
 	*nout = 0;
 	for (unsigned i = 0; i < n; i++) {
 		switch (o[i]) {
 		case CU_JIT_INFO_LOG_BUFFER:
-			if (l)
-				l->info = v[i];
+		case CU_JIT_ERROR_LOG_BUFFER:
+			log_of(k, o[i])->buf = v[i];
 			continue;
 		case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
-			if (l)
-				l->info_cap = (uintptr_t)v[i], l->info_size = &v[i];
-			continue;
-		case CU_JIT_ERROR_LOG_BUFFER:
-			if (l)
-				l->err = v[i];
-			continue;
 		case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
-			if (l)
-				l->err_cap = (uintptr_t)v[i], l->err_size = &v[i];
+			log_of(k, o[i])->cap = (uintptr_t)v[i];
+			log_of(k, o[i])->size = &v[i];
 			continue;
 		case CU_JIT_WALL_TIME:
-			if (l)
-				l->wall = &v[i];
+			k->wall = &v[i];
 			continue;
 		case CU_JIT_THREADS_PER_BLOCK:
-			if (l)
-				l->threads = &v[i];
+			k->threads = &v[i];
 			break;
 		default:
 			break;
@@ -201,66 +209,46 @@ CUresult vgpu_hand_cuLinkAddData(CUlinkState state, CUjitInputType type, void *d
 CUresult vgpu_hand_cuLinkAddFile(CUlinkState s, CUjitInputType type, const char *path,
 				 unsigned int n, CUjit_option *o, void **v)
 {
-	struct stat st;
 	uint8_t *buf;
-	size_t got = 0;
+	size_t len;
 	CUresult rc;
-	int fd;
 
 	if (!link_get(s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (!path)
-		return CUDA_ERROR_INVALID_VALUE;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return CUDA_ERROR_FILE_NOT_FOUND;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > VGPU_LINK_MAX_BYTES) {
-		close(fd);
-		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_module_read_file(path, VGPU_LINK_MAX_BYTES, CUDA_ERROR_INVALID_VALUE, &buf, &len);
+	if (!rc) {
+		rc = add(s, type, buf, len, path, n, o, v);
+		free(buf);
 	}
-	buf = malloc((size_t)st.st_size);
-	if (!buf) {
-		close(fd);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	rc = got ? add(s, type, buf, got, path, n, o, v) : CUDA_ERROR_FILE_NOT_FOUND;
-	free(buf);
 	return rc;
 }
 
 /* A log from the worker into the program's buffer, cut to its size. */
-static void give_log(char *buf, size_t cap, void **size_slot, const char *log, uint32_t len)
+static void give_log(const struct jit_log *g, const char *log, uint32_t len)
 {
 	size_t n = 0;
 
-	if (buf && cap) {
-		n = len < cap - 1 ? len : cap - 1;
-		memcpy(buf, log, n);
-		buf[n] = 0;
+	if (g->buf && g->cap) {
+		n = len < g->cap - 1 ? len : g->cap - 1;
+		memcpy(g->buf, log, n);
+		g->buf[n] = 0;
 	}
-	if (size_slot)
-		*size_slot = (void *)(uintptr_t)(n ? n + 1 : 0);
+	if (g->size)
+		*g->size = (void *)(uintptr_t)(n ? n + 1 : 0);
 }
 
 static void give_outputs(struct link *l, const struct vgpu_link_reply *rep, const char *logs)
 {
-	give_log(l->info, l->info_cap, l->info_size, logs, rep->info_len);
-	give_log(l->err, l->err_cap, l->err_size, logs + rep->info_len, rep->error_len);
-	if (l->wall) {
-		*l->wall = NULL;
-		memcpy(l->wall, &rep->wall_ms, sizeof(float));
+	const struct link_slots *k = &l->slots;
+
+	give_log(&k->info, logs, rep->info_len);
+	give_log(&k->err, logs + rep->info_len, rep->error_len);
+	if (k->wall) {
+		*k->wall = NULL;
+		memcpy(k->wall, &rep->wall_ms, sizeof(float));
 	}
-	if (l->threads)
-		*l->threads = (void *)(uintptr_t)rep->threads_per_block;
+	if (k->threads)
+		*k->threads = (void *)(uintptr_t)rep->threads_per_block;
 }
 
 /* Sends the link; fills in the logs; returns the cubin's size. */

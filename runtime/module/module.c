@@ -53,6 +53,21 @@ CUresult vgpu_module_resolve(void *h, struct module **out)
 	return rc ? rc : vgpu_library_bind(*out);
 }
 
+/* The object named @name in @t, one of @m's tables: the kept one, else
+ * the one @fetch makes, under @m's lock so a name is fetched once. */
+CUresult vgpu_module_named(struct module *m, struct ntab *t, const char *name, size_t len,
+			   vgpu_module_fetch fetch, void **out)
+{
+	uint32_t h = vgpu_name_hash(name);
+	CUresult rc;
+
+	pthread_mutex_lock(&m->lock);
+	*out = vgpu_ntab_get(t, name, h);
+	rc = *out ? CUDA_SUCCESS : fetch(m, name, len, h, out);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
 /* ---- loading -------------------------------------------------------------- */
 
 /* Sends the image to the worker, to be module m->m.id in context ctx. */
@@ -149,14 +164,12 @@ static CUresult load_image(const void *image, bool library, struct module **out)
 	return load_bytes(start, size, library, out);
 }
 
-/* Whole files: the worker tells what they hold. PTX text must end within
- * the bytes sent (the worker reads no further), so a NUL follows the file. */
-static CUresult load_file(const char *path, bool library, struct module **out)
+CUresult vgpu_module_read_file(const char *path, uint64_t max, CUresult bad, uint8_t **buf,
+			       size_t *len)
 {
 	struct stat st;
-	uint8_t *buf;
 	size_t got = 0;
-	CUresult rc;
+	uint8_t *b;
 	int fd;
 
 	if (!path)
@@ -164,28 +177,47 @@ static CUresult load_file(const char *path, bool library, struct module **out)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return CUDA_ERROR_FILE_NOT_FOUND;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > max || (uint64_t)st.st_size >= SIZE_MAX) {
 		close(fd);
-		return CUDA_ERROR_INVALID_IMAGE;
+		return bad;
 	}
-	buf = malloc(st.st_size + 1);
-	if (!buf) {
+	b = malloc((size_t)st.st_size + 1);
+	if (!b) {
 		close(fd);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, st.st_size - got);
+		ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		got += n;
+		got += (size_t)n;
 	}
 	close(fd);
-	buf[got] = 0;
-	rc = got == (size_t)st.st_size ? load_bytes(buf, got + 1, library, out)
-				       : CUDA_ERROR_FILE_NOT_FOUND;
+	if (got != (size_t)st.st_size) {
+		free(b);
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	}
+	b[got] = 0;
+	*buf = b;
+	*len = got;
+	return CUDA_SUCCESS;
+}
+
+/* Whole files: the worker tells what they hold. PTX text must end within
+ * the bytes sent (the worker reads no further), so a NUL follows the file. */
+static CUresult load_file(const char *path, bool library, struct module **out)
+{
+	uint8_t *buf;
+	size_t len;
+	CUresult rc = vgpu_module_read_file(path, UINT64_MAX, CUDA_ERROR_INVALID_IMAGE, &buf, &len);
+
+	if (rc)
+		return rc;
+	rc = load_bytes(buf, len + 1, library, out);
 	free(buf);
 	return rc;
 }

@@ -71,6 +71,20 @@ static inline struct func *func_of(struct vgpu_func *f)
 VGPU_HIDDEN CUresult vgpu_module_lookup(void *h, struct module **out);
 /* module.c: as vgpu_module_lookup, and a library is bound (loaded) by now. */
 VGPU_HIDDEN CUresult vgpu_module_resolve(void *h, struct module **out);
+/* module.c: the object named @name (@len bytes with its NUL) in table @t
+ * of @m, asked of the worker by @fetch (m->lock held; it adds it to @t)
+ * the first time. */
+typedef CUresult (*vgpu_module_fetch)(struct module *m, const char *name, size_t len,
+				      uint32_t h, void **out);
+VGPU_HIDDEN CUresult vgpu_module_named(struct module *m, struct ntab *t, const char *name,
+				       size_t len, vgpu_module_fetch fetch, void **out);
+/* module.c: the whole regular file at @path, 1 to @max bytes, read with
+ * the program's own rights, in *buf (malloc'd; a NUL follows the bytes, for
+ * PTX text) and its length in *len. @bad when it is not a regular file, is
+ * empty or is over @max; CUDA_ERROR_FILE_NOT_FOUND when it cannot be opened
+ * or read whole. */
+VGPU_HIDDEN CUresult vgpu_module_read_file(const char *path, uint64_t max, CUresult bad,
+					   uint8_t **buf, size_t *len);
 /* module.c: loads a library not yet bound into the current context. */
 VGPU_HIDDEN CUresult vgpu_library_bind(struct module *m);
 

@@ -6,6 +6,7 @@
  * the attributes alone.
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "driver.h"
 #include "init.h"
@@ -64,45 +65,66 @@ VGPU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 	return occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags);
 }
 
-/* What the cluster queries check first: the function, then their output
- * and launch configuration. */
-static CUresult cluster_entry(CUfunction func, const void *out, const CUlaunchConfig *config,
-			      struct vgpu_func **f)
+/*
+ * The cluster queries: the function, then the output and launch
+ * configuration checked, the query's own attribute read and checked (the
+ * configuration's last one of its kind, as the driver reads them), then
+ * one round trip. cuOccupancyMaxActiveClusters sends the cluster
+ * dimensions; cuOccupancyMaxPotentialClusterSize ignores them, as the
+ * driver documents, and sends its scheduling policy, if any.
+ */
+static CUresult cluster_query(uint16_t op, int *out, CUfunction func, const CUlaunchConfig *config)
 {
-	CUresult rc = vgpu_func_get(func, f);
+	CUlaunchAttributeID id = op == VGPU_OP_OCCUPANCY_CLUSTERS ?
+		CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION :
+		CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+	CUlaunchAttributeValue v;
+	struct vgpu_cqe cqe = { 0 };
+	struct vgpu_func *f;
+	uint64_t arg;
+	CUresult rc = vgpu_func_get(func, &f);
 
-	if (!rc && (!out || !config || (config->numAttrs && !config->attrs)))
-		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc)
+		return rc;
+	if (!out || !config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(&v, 0, sizeof(v));
+	for (unsigned int i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == id)
+			v = config->attrs[i].value;
+	if (op == VGPU_OP_OCCUPANCY_CLUSTERS) {
+		if (v.clusterDim.x > 0xffffu * 2 || v.clusterDim.y > 0xffff ||
+		    v.clusterDim.z > 0xffff)
+			return CUDA_ERROR_INVALID_VALUE;
+		arg = VGPU_DIM_PACK(v.clusterDim.x, v.clusterDim.y, v.clusterDim.z);
+	} else {
+		if (v.clusterSchedulingPolicyPreference > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING ||
+		    config->gridDimX > 0x7fffffff || config->blockDimX > 0x7fffffff)
+			return CUDA_ERROR_INVALID_VALUE;
+		arg = v.clusterSchedulingPolicyPreference;
+	}
+	if (config->gridDimY > 0xffff || config->gridDimZ > 0xffff ||
+	    config->blockDimY > 0xffff || config->blockDimZ > 0xffff)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = vgpu_call5(op, f->mod->ctx->id, 0, f->id,
+			VGPU_DIM_PACK(config->gridDimX, config->gridDimY, config->gridDimZ),
+			VGPU_DIM_PACK(config->blockDimX, config->blockDimY, config->blockDimZ),
+			config->sharedMemBytes, arg, &cqe);
+	if (!rc)
+		*out = (int)cqe.val[0];
 	return rc;
 }
 
 VGPU_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
 						  const CUlaunchConfig *config)
 {
-	uint32_t cx = 0, cy = 0, cz = 0;
-	struct vgpu_cqe cqe = { 0 };
-	struct vgpu_func *f;
-	CUresult rc = cluster_entry(func, numClusters, config, &f);
+	return cluster_query(VGPU_OP_OCCUPANCY_CLUSTERS, numClusters, func, config);
+}
 
-	if (rc)
-		return rc;
-	for (unsigned int i = 0; i < config->numAttrs; i++)
-		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-			cx = config->attrs[i].value.clusterDim.x;
-			cy = config->attrs[i].value.clusterDim.y;
-			cz = config->attrs[i].value.clusterDim.z;
-		}
-	if (cx > 0xffffu * 2 || cy > 0xffff || cz > 0xffff ||
-	    config->gridDimY > 0xffff || config->gridDimZ > 0xffff ||
-	    config->blockDimY > 0xffff || config->blockDimZ > 0xffff)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_call5(VGPU_OP_OCCUPANCY_CLUSTERS, f->mod->ctx->id, 0, f->id,
-			VGPU_DIM_PACK(config->gridDimX, config->gridDimY, config->gridDimZ),
-			VGPU_DIM_PACK(config->blockDimX, config->blockDimY, config->blockDimZ),
-			config->sharedMemBytes, VGPU_DIM_PACK(cx, cy, cz), &cqe);
-	if (!rc)
-		*numClusters = (int)cqe.val[0];
-	return rc;
+VGPU_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+							const CUlaunchConfig *config)
+{
+	return cluster_query(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, clusterSize, func, config);
 }
 
 /* The search cuda_runtime.h's cudaOccupancyMaxPotentialBlockSize makes:
@@ -205,35 +227,4 @@ VGPU_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmem
 	if (per_block > 0)
 		*dynamicSmemSize = per_block;
 	return CUDA_SUCCESS;
-}
-
-/*
- * The cluster dimensions in config are ignored, as the driver documents;
- * its scheduling policy, if any, is passed on.
- */
-VGPU_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
-							const CUlaunchConfig *config)
-{
-	uint32_t policy = 0;
-	struct vgpu_cqe cqe = { 0 };
-	struct vgpu_func *f;
-	CUresult rc = cluster_entry(func, clusterSize, config, &f);
-
-	if (rc)
-		return rc;
-	for (unsigned int i = 0; i < config->numAttrs; i++)
-		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
-			policy = config->attrs[i].value.clusterSchedulingPolicyPreference;
-	if (policy > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING ||
-	    config->gridDimX > 0x7fffffff || config->blockDimX > 0x7fffffff ||
-	    config->gridDimY > 0xffff || config->gridDimZ > 0xffff ||
-	    config->blockDimY > 0xffff || config->blockDimZ > 0xffff)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = vgpu_call5(VGPU_OP_OCCUPANCY_CLUSTER_SIZE, f->mod->ctx->id, 0, f->id,
-			VGPU_DIM_PACK(config->gridDimX, config->gridDimY, config->gridDimZ),
-			VGPU_DIM_PACK(config->blockDimX, config->blockDimY, config->blockDimZ),
-			config->sharedMemBytes, policy, &cqe);
-	if (!rc)
-		*clusterSize = (int)cqe.val[0];
-	return rc;
 }

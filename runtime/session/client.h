@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "driver.h"
 #include "kmod.h"
@@ -74,6 +75,20 @@ VGPU_HIDDEN CUresult vgpu_post(struct vgpu_req *r);
  * worker through the staging chunks, or from the worker into @dst. */
 VGPU_HIDDEN CUresult vgpu_call_send(struct vgpu_req *r, const void *src, uint64_t len);
 VGPU_HIDDEN CUresult vgpu_call_recv(struct vgpu_req *r, void *dst, uint64_t len);
+
+/* A reply buffer of a whole reply slot, for an answer only the worker
+ * knows the length of; r->reply is the caller's to free. */
+static inline CUresult vgpu_reply_whole_slot(struct vgpu_req *r)
+{
+	struct vgpu_session *s;
+	CUresult rc = vgpu_session(&s);
+
+	if (rc)
+		return rc;
+	r->reply_cap = s->ring.reply_slot_size;
+	r->reply = malloc(r->reply_cap);
+	return r->reply ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
 
 /* Convenience: sync/async call with up to five arguments and no payload. */
 VGPU_HIDDEN CUresult vgpu_call5(uint16_t op, uint32_t ctx, uint32_t stream,

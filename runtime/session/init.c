@@ -235,24 +235,24 @@ static const struct err_desc *find_error(CUresult error)
 	return NULL;
 }
 
-VGPU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+/* An error's name or description; an unknown error reads NULL. */
+static CUresult error_text(CUresult error, const char **pStr, bool name)
 {
 	const struct err_desc *e;
 
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	e = find_error(error);
-	*pStr = e ? e->name : NULL;
+	*pStr = !e ? NULL : name ? e->name : e->str;
 	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+VGPU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	return error_text(error, pStr, true);
 }
 
 VGPU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
 {
-	const struct err_desc *e;
-
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	e = find_error(error);
-	*pStr = e ? e->str : NULL;
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return error_text(error, pStr, false);
 }
