@@ -28,7 +28,7 @@ CPPFLAGS_ALL := -D_GNU_SOURCE -I include $(COMMON_INC) -I $(CUDA_HOME)/include
 CFLAGS_ALL := -std=gnu11 $(WARN) -fPIC $(CFLAGS)
 LIBURING := -Wl,-Bstatic -luring -Wl,-Bdynamic
 
-COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c
+COMMON_SRCS := common/log.c common/ring.c common/fdpass.c common/kmod.c common/dial.c
 # runtime/nvml/ is libnvidia-ml.so.1's (mk/nvml.mk), not libvgpu.so's.
 RUNTIME_SRCS := $(filter-out runtime/nvml/%,$(shell find runtime -name '*.c'))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(shell find daemon -name '*.c'))

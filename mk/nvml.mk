@@ -20,6 +20,6 @@ $(B)/gen/nvml_stubs.c: runtime/nvml/nvml.syms mk/nvml.mk
 	  sed 's/.*/__attribute__((weak, visibility("default"))) int &(void) { return NOT_SUPPORTED; }/'; \
 	} > $@
 
-$(NVML_LIB): $(call obj,$(NVML_SRCS)) $(B)/obj/gen/nvml_stubs.o
+$(NVML_LIB): $(call obj,$(NVML_SRCS)) $(B)/obj/gen/nvml_stubs.o $(B)/obj/rt-common/dial.o
 	@mkdir -p $(@D)
 	$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic -Wl,-z,defs -o $@ $^ -lpthread

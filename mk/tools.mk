@@ -20,7 +20,7 @@ VGPUCTL := $(VGPU_BUILD)/bin/vgpuctl
 # vgpuctl restore opens a checkpoint's chain itself, with its caller's rights.
 VGPUCTL_SRCS := tools/vgpuctl.c $(wildcard tools/vgpuctl_*.c) tools/nl.c \
 	common/ckpt/ckpt_file.c common/ckpt/ckpt_crc.c common/ckpt/ckpt_zstd.c common/ckpt/ckpt_read.c \
-	common/ckpt/ckpt_chain.c common/fdpass.c
+	common/ckpt/ckpt_chain.c common/fdpass.c common/dial.c
 VGPUCTL_DEPS := $(VGPUCTL_SRCS) tools/vgpuctl.h tools/nl.h include/uapi/vgpu.h \
 	include/vgpu/proto.h include/vgpu/ctl.h common/ckpt/ckpt.h mk/tools.mk
 LIBNL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libnl-genl-3.0)

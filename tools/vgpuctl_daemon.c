@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "dial.h"
 #include "fdpass.h"
 #include "vgpu/ctl.h"
 #include "vgpu/proto.h"
@@ -56,24 +57,7 @@ const char *vgpuctl_control_path(const char *control, const char *socket, char *
 /* A connected control socket, or -errno. */
 int vgpuctl_ctl_connect(const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 10 };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
+	return vgpu_dial(path, 10);
 }
 
 void vgpuctl_control_error(const char *path, int err)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dial.h"
 #include "nvml_state.h"
 
 #define ANSWER_WAIT_MS	10000	/* the supervisor answers at once; a bound all the same */
@@ -31,34 +32,6 @@ static struct {
 
 /* nvmlDevice_t handles: one per device, never freed. */
 static struct nvmlDevice_st handles[VGPU_MAX_DEVICES];
-
-static const char *socket_path(void)
-{
-	const char *p = getenv("VGPU_SOCKET");
-
-	return p && *p ? p : VGPU_DEFAULT_SOCKET;
-}
-
-static int dial(void)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	const char *path = socket_path();
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
 
 /* Whether @n bytes received are an answer whose counts its length bears out. */
 static bool well_formed(const struct nvml_answer *a, ssize_t n)
@@ -86,7 +59,7 @@ static int ask_once(struct nvml_answer *a)
 	struct pollfd p = { .events = POLLIN };
 	ssize_t n;
 
-	p.fd = dial();
+	p.fd = vgpu_dial(vgpu_socket_path(), 0);
 	if (p.fd < 0)
 		return NVML_ERROR_DRIVER_NOT_LOADED;
 	/* A refusal at accept comes whether or not the hello went. */

@@ -6,6 +6,7 @@
  * waiting on a long kernel never blocks another thread's answer.
  */
 #include "client.h"
+#include "dial.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,33 +77,6 @@ static struct {
 static void deliver_callback(uint64_t cookie, uint32_t seq);
 
 /* ---- connecting --------------------------------------------------------- */
-
-static const char *socket_path(void)
-{
-	const char *p = getenv("VGPU_SOCKET");
-
-	return p && *p ? p : VGPU_DEFAULT_SOCKET;
-}
-
-static int dial(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
 
 static void fill_hello(struct vgpu_hello *h)
 {
@@ -227,7 +201,7 @@ static CUresult pick_carrier(struct vgpu_session *s)
 static CUresult connect_session(void)
 {
 	struct vgpu_session *s = &cl.s;
-	const char *path = socket_path();
+	const char *path = vgpu_socket_path();
 	struct vgpu_hello h;
 	int fds[3], nfds = 3, n;
 	CUresult rc;
@@ -236,7 +210,7 @@ static CUresult connect_session(void)
 	rc = pick_carrier(s);
 	if (rc)
 		return rc;
-	s->sock = dial(path);
+	s->sock = vgpu_dial(path, 0);
 	if (s->sock < 0) {
 		static bool said;
 
@@ -352,7 +326,7 @@ static bool resume(void)
 		struct vgpu_hello h;
 		struct vgpu_welcome wl;
 		int fds[4] = { s->region_fd, s->ring.bell, s->pool_fd, STDOUT_FILENO };
-		int sock = dial(socket_path()), n, nfds = 0;
+		int sock = vgpu_dial(vgpu_socket_path(), 0), n, nfds = 0;
 
 		if (!said) {
 			vlog_info("the session was suspended: waiting for vgpud to take it up");
