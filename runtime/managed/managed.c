@@ -286,6 +286,20 @@ static CUresult send_run(struct mg_range *r, uint64_t first, uint64_t n, bool *p
 	return rc;
 }
 
+/* The next run of pages in state @st at or after *i, below @np: pages
+ * [*i, *end). False when there is none. */
+static bool next_run(const struct mg_range *r, uint64_t np, uint8_t st, uint64_t *i,
+		     uint64_t *end)
+{
+	while (*i < np && r->state[*i] != st)
+		(*i)++;
+	if (*i >= np)
+		return false;
+	for (*end = *i; *end < np && r->state[*end] == st; (*end)++)
+		;
+	return true;
+}
+
 /* Every DIRTY page to the device. Under the lock. Pages are made CLEAN
  * before they are read, so a write racing with the copy faults and makes
  * its page DIRTY again. Once the answer is in, the copies are complete
@@ -302,15 +316,7 @@ static CUresult flush_all(void)
 		uint64_t np = r->size / mg.page;
 		bool posted = false;
 
-		for (uint64_t i = 0; i < np && r->ndirty && !rc;) {
-			uint64_t j = i;
-
-			if (r->state[i] != DIRTY) {
-				i++;
-				continue;
-			}
-			while (j < np && r->state[j] == DIRTY)
-				j++;
+		for (uint64_t i = 0, j; r->ndirty && !rc && next_run(r, np, DIRTY, &i, &j); i = j) {
 			if (set_state(r, i, j - i, CLEAN)) {
 				rc = CUDA_ERROR_UNKNOWN;
 				break;
@@ -318,7 +324,6 @@ static CUresult flush_all(void)
 			rc = send_run(r, i, j - i, &posted);
 			if (rc)
 				set_state(r, i, j - i, DIRTY);	/* sent again next time */
-			i = j;
 		}
 		if (!posted)
 			continue;
@@ -395,20 +400,10 @@ static void invalidate_all(void)
 		struct mg_range *r = &mg.r[k];
 		uint64_t np = r->size / mg.page;
 
-		for (uint64_t i = 0; i < np && r->nclean;) {
-			uint64_t j = i;
-
-			if (r->state[i] != CLEAN) {
-				i++;
-				continue;
-			}
-			while (j < np && r->state[j] == CLEAN)
-				j++;
+		for (uint64_t i = 0, j; r->nclean && next_run(r, np, CLEAN, &i, &j); i = j)
 			if (set_state(r, i, j - i, STALE))
 				vlog_err("managed memory: cannot protect %#llx: %s",
 					 (unsigned long long)(r->base + i * mg.page), strerror(errno));
-			i = j;
-		}
 	}
 }
 

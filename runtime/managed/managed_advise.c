@@ -16,6 +16,7 @@
 #include "calls_hand_gen.h"
 #include "entry.h"
 #include "init.h"
+#include "memory.h"
 
 /* A location as a page's advice holds it: a device ordinal, CU_DEVICE_CPU,
  * or -3 when the location is not one the program may name. */
@@ -92,18 +93,10 @@ VGPU_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advi
 	return advise(devPtr, count, advice, location);
 }
 
-/* The CUDA 8 form names a device, or CU_DEVICE_CPU for the host. */
-static CUmemLocation location_of(CUdevice dev)
-{
-	if (dev == CU_DEVICE_CPU)
-		return (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
-	return (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev };
-}
-
 VGPU_EXPORT CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
 				 CUdevice device)
 {
-	return advise(devPtr, count, advice, location_of(device));
+	return advise(devPtr, count, advice, vgpu_location_of(device));
 }
 
 /* ---- range attributes -------------------------------------------------------- */

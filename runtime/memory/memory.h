@@ -54,5 +54,8 @@ VGPU_HIDDEN void vgpu_mem_note_managed(uint64_t base, uint64_t size, struct vgpu
  * living on the worker (its memory is per session, not per context), but
  * pointer queries must stop answering with the dead handle. */
 VGPU_HIDDEN void vgpu_mem_forget_ctx(struct vgpu_ctx *ctx);
+/* prefetch.c: the location the CUDA 8 forms of prefetch and advice name
+ * with a device ordinal, or CU_DEVICE_CPU for the host. */
+VGPU_HIDDEN CUmemLocation vgpu_location_of(CUdevice dev);
 
 #endif

@@ -14,6 +14,7 @@
 #include "handles.h"
 #include "init.h"
 #include "managed.h"
+#include "memory.h"
 
 CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemLocation loc,
 				      unsigned int flags, CUstream h)
@@ -31,8 +32,7 @@ CUresult vgpu_hand_cuMemPrefetchAsync(bool ptds, CUdeviceptr p, size_t n, CUmemL
 			  (uint64_t)(int64_t)loc.id, flags, &cqe);
 }
 
-/* The CUDA 8 form names a device, or CU_DEVICE_CPU for the host. */
-static CUmemLocation location_of(CUdevice dev)
+CUmemLocation vgpu_location_of(CUdevice dev)
 {
 	if (dev == CU_DEVICE_CPU)
 		return (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
@@ -42,14 +42,14 @@ static CUmemLocation location_of(CUdevice dev)
 VGPU_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
 					CUstream hStream)
 {
-	return vgpu_hand_cuMemPrefetchAsync(false, devPtr, count, location_of(dstDevice), 0,
+	return vgpu_hand_cuMemPrefetchAsync(false, devPtr, count, vgpu_location_of(dstDevice), 0,
 					    hStream);
 }
 
 VGPU_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
 					     CUdevice dstDevice, CUstream hStream)
 {
-	return vgpu_hand_cuMemPrefetchAsync(true, devPtr, count, location_of(dstDevice), 0,
+	return vgpu_hand_cuMemPrefetchAsync(true, devPtr, count, vgpu_location_of(dstDevice), 0,
 					    hStream);
 }
 
