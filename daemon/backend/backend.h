@@ -156,7 +156,27 @@
 	X(cuGraphKernelNodeSetAttribute) \
 	X(cuGraphMemcpyNodeGetParams) \
 	X(cuIpcGetEventHandle) \
-	X(cuIpcOpenEventHandle)
+	X(cuIpcOpenEventHandle) \
+	X(cuArray3DCreate_v2) \
+	X(cuArrayDestroy) \
+	X(cuArray3DGetDescriptor_v2) \
+	X(cuArrayGetPlane) \
+	X(cuArrayGetMemoryRequirements) \
+	X(cuArrayGetSparseProperties) \
+	X(cuMipmappedArrayCreate) \
+	X(cuMipmappedArrayDestroy) \
+	X(cuMipmappedArrayGetLevel) \
+	X(cuMipmappedArrayGetMemoryRequirements) \
+	X(cuMipmappedArrayGetSparseProperties) \
+	X(cuMemcpy3DAsync_v2) \
+	X(cuTexObjectCreate) \
+	X(cuTexObjectDestroy) \
+	X(cuTexObjectGetResourceDesc) \
+	X(cuTexObjectGetTextureDesc) \
+	X(cuTexObjectGetResourceViewDesc) \
+	X(cuSurfObjectCreate) \
+	X(cuSurfObjectDestroy) \
+	X(cuSurfObjectGetResourceDesc)
 
 #include "backend_gen.h"
 

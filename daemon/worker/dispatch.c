@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_state.h"
 #include "ipc.h"
 #include "launch_graphs.h"
 #include "log.h"
@@ -51,6 +52,8 @@ void dispatch_init(void)
 	add(exec_ipc_event_ops);
 	add(exec_print_follow_ops);
 	add(exec_hostreg_ops);
+	add(exec_array_ops);
+	add(exec_texobj_ops);
 	add(exec_gen_ops);
 }
 

@@ -103,6 +103,7 @@ struct worker {
 	struct pool_ipc *pool_ipc;	/* pools shared between processes (pool_ipc.c) */
 	struct launch_graphs *launch_graphs;	/* runs of launches (launch_graphs.c) */
 	struct ipc_state *ipc;		/* CUDA IPC (daemon/worker/ipc/) */
+	struct array_state *arrays;	/* CUDA arrays and texture objects (array/) */
 };
 
 /*

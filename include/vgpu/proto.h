@@ -588,6 +588,27 @@ enum vgpu_op {
 					 * address, arg2 bytes (whole pages), arg3
 					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
 	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
+	/* CUDA arrays, textures and surfaces (proto_array.h): ids issued by
+	 * the client for arrays, driver values for texture/surface objects. */
+	VGPU_OP_ARRAY_CREATE = 0x190,	/* arg0 array id; P: struct vgpu_array_desc
+					 * (levels 0: an array, else mipmapped) */
+	VGPU_OP_ARRAY_DESTROY,		/* arg0 array or mipmapped array id */
+	VGPU_OP_ARRAY_LEVEL,		/* arg0 mipmapped id, arg1 level, arg2 new id;
+					 * R: slot holds its struct vgpu_array_desc */
+	VGPU_OP_ARRAY_PLANE,		/* arg0 array id, arg1 plane, arg2 new id;
+					 * R: slot holds its struct vgpu_array_desc */
+	VGPU_OP_ARRAY_COPY,		/* sqe.stream; P: struct vgpu_array_copy */
+	VGPU_OP_ARRAY_MEMREQ,		/* arg0 array or mipmapped id, arg1 device;
+					 * R: slot holds CUDA_ARRAY_MEMORY_REQUIREMENTS */
+	VGPU_OP_ARRAY_SPARSE,		/* arg0 array or mipmapped id;
+					 * R: slot holds CUDA_ARRAY_SPARSE_PROPERTIES */
+	VGPU_OP_TEXOBJ_CREATE,		/* P: struct vgpu_texobj_req; R: val0 value */
+	VGPU_OP_TEXOBJ_DESTROY,		/* arg0 value */
+	VGPU_OP_SURFOBJ_CREATE,		/* P: struct vgpu_texobj_req; R: val0 value */
+	VGPU_OP_SURFOBJ_DESTROY,	/* arg0 value */
+	VGPU_OP_TEXOBJ_GET,		/* arg0 value, arg1 1: a surface object, arg2
+					 * VGPU_TEXOBJ_GET_*; R: slot holds struct
+					 * vgpu_res_desc, vgpu_tex_desc or vgpu_view_desc */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -705,3 +705,178 @@ VGPU_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *opti
 {
 	return vgpu_hand_cuLinkCreate(numOptions, options, optionValues, stateOut);
 }
+
+VGPU_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v2 *pAllocateArray)
+{
+	return vgpu_hand_cuArrayCreate(pHandle, pAllocateArray);
+}
+
+VGPU_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v2 *pAllocateArray)
+{
+	return vgpu_hand_cuArray3DCreate(pHandle, pAllocateArray);
+}
+
+VGPU_EXPORT CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR_v2 *pArrayDescriptor, CUarray hArray)
+{
+	return vgpu_hand_cuArrayGetDescriptor(pArrayDescriptor, hArray);
+}
+
+VGPU_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR_v2 *pArrayDescriptor, CUarray hArray)
+{
+	return vgpu_hand_cuArray3DGetDescriptor(pArrayDescriptor, hArray);
+}
+
+VGPU_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+	return vgpu_hand_cuArrayDestroy(hArray);
+}
+
+VGPU_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *memoryRequirements, CUarray array, CUdevice device)
+{
+	return vgpu_hand_cuArrayGetMemoryRequirements(memoryRequirements, array, device);
+}
+
+VGPU_EXPORT CUresult cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx)
+{
+	return vgpu_hand_cuArrayGetPlane(pPlaneArray, hArray, planeIdx);
+}
+
+VGPU_EXPORT CUresult cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *sparseProperties, CUarray array)
+{
+	return vgpu_hand_cuArrayGetSparseProperties(sparseProperties, array);
+}
+
+VGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v2 *pMipmappedArrayDesc, unsigned int numMipmapLevels)
+{
+	return vgpu_hand_cuMipmappedArrayCreate(pHandle, pMipmappedArrayDesc, numMipmapLevels);
+}
+
+VGPU_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+	return vgpu_hand_cuMipmappedArrayDestroy(hMipmappedArray);
+}
+
+VGPU_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level)
+{
+	return vgpu_hand_cuMipmappedArrayGetLevel(pLevelArray, hMipmappedArray, level);
+}
+
+VGPU_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *memoryRequirements, CUmipmappedArray mipmap, CUdevice device)
+{
+	return vgpu_hand_cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device);
+}
+
+VGPU_EXPORT CUresult cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *sparseProperties, CUmipmappedArray mipmap)
+{
+	return vgpu_hand_cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoA(false, dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoA(true, dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoD_v2(CUdeviceptr_v2 dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoD(false, dstDevice, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr_v2 dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoD(true, dstDevice, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoH(false, dstHost, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyAtoH(true, dstHost, srcArray, srcOffset, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyAtoHAsync(false, dstHost, srcArray, srcOffset, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyAtoHAsync(true, dstHost, srcArray, srcOffset, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoA(false, dstArray, dstOffset, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyDtoA(true, dstArray, dstOffset, srcDevice, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyHtoA(false, dstArray, dstOffset, srcHost, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+{
+	return vgpu_hand_cuMemcpyHtoA(true, dstArray, dstOffset, srcHost, ByteCount);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyHtoAAsync(false, dstArray, dstOffset, srcHost, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	return vgpu_hand_cuMemcpyHtoAAsync(true, dstArray, dstOffset, srcHost, ByteCount, hStream);
+}
+
+VGPU_EXPORT CUresult cuTexObjectCreate(CUtexObject_v1 *pTexObject, const CUDA_RESOURCE_DESC_v1 *pResDesc, const CUDA_TEXTURE_DESC_v1 *pTexDesc, const CUDA_RESOURCE_VIEW_DESC_v1 *pResViewDesc)
+{
+	return vgpu_hand_cuTexObjectCreate(pTexObject, pResDesc, pTexDesc, pResViewDesc);
+}
+
+VGPU_EXPORT CUresult cuTexObjectDestroy(CUtexObject_v1 texObject)
+{
+	return vgpu_hand_cuTexObjectDestroy(texObject);
+}
+
+VGPU_EXPORT CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_v1 *pResDesc, CUtexObject_v1 texObject)
+{
+	return vgpu_hand_cuTexObjectGetResourceDesc(pResDesc, texObject);
+}
+
+VGPU_EXPORT CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC_v1 *pTexDesc, CUtexObject_v1 texObject)
+{
+	return vgpu_hand_cuTexObjectGetTextureDesc(pTexDesc, texObject);
+}
+
+VGPU_EXPORT CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC_v1 *pResViewDesc, CUtexObject_v1 texObject)
+{
+	return vgpu_hand_cuTexObjectGetResourceViewDesc(pResViewDesc, texObject);
+}
+
+VGPU_EXPORT CUresult cuSurfObjectCreate(CUsurfObject_v1 *pSurfObject, const CUDA_RESOURCE_DESC_v1 *pResDesc)
+{
+	return vgpu_hand_cuSurfObjectCreate(pSurfObject, pResDesc);
+}
+
+VGPU_EXPORT CUresult cuSurfObjectDestroy(CUsurfObject_v1 surfObject)
+{
+	return vgpu_hand_cuSurfObjectDestroy(surfObject);
+}
+
+VGPU_EXPORT CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC_v1 *pResDesc, CUsurfObject_v1 surfObject)
+{
+	return vgpu_hand_cuSurfObjectGetResourceDesc(pResDesc, surfObject);
+}

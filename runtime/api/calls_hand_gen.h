@@ -91,5 +91,33 @@ VGPU_HIDDEN CUresult vgpu_hand_cuMemMapArrayAsync(bool ptds, CUarrayMapInfo_v1 *
 VGPU_HIDDEN CUresult vgpu_hand_cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void * *optionValues);
 VGPU_HIDDEN CUresult vgpu_hand_cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void * *optionValues);
 VGPU_HIDDEN CUresult vgpu_hand_cuLinkCreate(unsigned int numOptions, CUjit_option *options, void * *optionValues, CUlinkState *stateOut);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v2 *pAllocateArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v2 *pAllocateArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v2 *pArrayDescriptor, CUarray hArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v2 *pArrayDescriptor, CUarray hArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayDestroy(CUarray hArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *memoryRequirements, CUarray array, CUdevice device);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx);
+VGPU_HIDDEN CUresult vgpu_hand_cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *sparseProperties, CUarray array);
+VGPU_HIDDEN CUresult vgpu_hand_cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v2 *pMipmappedArrayDesc, unsigned int numMipmapLevels);
+VGPU_HIDDEN CUresult vgpu_hand_cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+VGPU_HIDDEN CUresult vgpu_hand_cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level);
+VGPU_HIDDEN CUresult vgpu_hand_cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *memoryRequirements, CUmipmappedArray mipmap, CUdevice device);
+VGPU_HIDDEN CUresult vgpu_hand_cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *sparseProperties, CUmipmappedArray mipmap);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyAtoA(bool ptds, CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyAtoD(bool ptds, CUdeviceptr_v2 dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyAtoH(bool ptds, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyAtoHAsync(bool ptds, void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyDtoA(bool ptds, CUarray dstArray, size_t dstOffset, CUdeviceptr_v2 srcDevice, size_t ByteCount);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyHtoA(bool ptds, CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount);
+VGPU_HIDDEN CUresult vgpu_hand_cuMemcpyHtoAAsync(bool ptds, CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream);
+VGPU_HIDDEN CUresult vgpu_hand_cuTexObjectCreate(CUtexObject_v1 *pTexObject, const CUDA_RESOURCE_DESC_v1 *pResDesc, const CUDA_TEXTURE_DESC_v1 *pTexDesc, const CUDA_RESOURCE_VIEW_DESC_v1 *pResViewDesc);
+VGPU_HIDDEN CUresult vgpu_hand_cuTexObjectDestroy(CUtexObject_v1 texObject);
+VGPU_HIDDEN CUresult vgpu_hand_cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_v1 *pResDesc, CUtexObject_v1 texObject);
+VGPU_HIDDEN CUresult vgpu_hand_cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC_v1 *pTexDesc, CUtexObject_v1 texObject);
+VGPU_HIDDEN CUresult vgpu_hand_cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC_v1 *pResViewDesc, CUtexObject_v1 texObject);
+VGPU_HIDDEN CUresult vgpu_hand_cuSurfObjectCreate(CUsurfObject_v1 *pSurfObject, const CUDA_RESOURCE_DESC_v1 *pResDesc);
+VGPU_HIDDEN CUresult vgpu_hand_cuSurfObjectDestroy(CUsurfObject_v1 surfObject);
+VGPU_HIDDEN CUresult vgpu_hand_cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC_v1 *pResDesc, CUsurfObject_v1 surfObject);
 
 #endif

@@ -25,6 +25,7 @@
  */
 #include "calls_hand_gen.h"
 #include "memory.h"
+#include "array.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -369,8 +370,6 @@ static CUresult end_of(CUmemorytype t, const void *host, CUdeviceptr dev, uint64
 	case CU_MEMORYTYPE_UNIFIED:
 		base = dev;
 		break;
-	case CU_MEMORYTYPE_ARRAY:
-		return vgpu_unsupported("cuMemcpy2D/3D with a CUDA array");
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -551,6 +550,8 @@ static CUresult memcpy2d_entry(const CUDA_MEMCPY2D *p, CUstream h, bool ptds, bo
 	ENTER();
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return vgpu_array_memcpy2d(p, h, ptds, async);	/* runtime/array/ */
 	rc = end_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
 		    p->srcPitch, 0, &s);
 	if (!rc)
@@ -571,6 +572,8 @@ static CUresult memcpy3d_entry(const CUDA_MEMCPY3D *p, CUstream h, bool ptds, bo
 	ENTER();
 	if (!p || p->reserved0 || p->reserved1)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return vgpu_array_memcpy3d(p, h, ptds, async);
 	rc = end_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
 		    p->srcPitch, p->srcHeight, &s);
 	if (!rc)
@@ -580,6 +583,24 @@ static CUresult memcpy3d_entry(const CUDA_MEMCPY3D *p, CUstream h, bool ptds, bo
 		return rc;
 	sh = (struct shape){ p->WidthInBytes, p->Height, p->Depth };
 	return run_3d(&d, &s, &sh, h, ptds, async);
+}
+
+/* A peer copy with an array: the contexts checked, the rest a 3D copy. */
+static CUresult array_peer(const CUDA_MEMCPY3D_PEER *p, CUstream h, bool ptds, bool async)
+{
+	CUDA_MEMCPY3D c = {
+		.srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ,
+		.srcLOD = p->srcLOD, .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
+		.srcDevice = p->srcDevice, .srcArray = p->srcArray, .srcPitch = p->srcPitch,
+		.srcHeight = p->srcHeight,
+		.dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstZ = p->dstZ,
+		.dstLOD = p->dstLOD, .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
+		.dstDevice = p->dstDevice, .dstArray = p->dstArray, .dstPitch = p->dstPitch,
+		.dstHeight = p->dstHeight,
+		.WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth,
+	};
+
+	return vgpu_array_memcpy3d(&c, h, ptds, async);
 }
 
 static CUresult memcpy3d_peer_entry(const CUDA_MEMCPY3D_PEER *p, CUstream h, bool ptds,
@@ -593,6 +614,9 @@ static CUresult memcpy3d_peer_entry(const CUDA_MEMCPY3D_PEER *p, CUstream h, boo
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = peer_check(p->dstContext, p->srcContext);
+	if (!rc && (p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+		    p->dstMemoryType == CU_MEMORYTYPE_ARRAY))
+		return array_peer(p, h, ptds, async);
 	if (!rc)
 		rc = end_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
 			    p->srcZ, p->srcPitch, p->srcHeight, &s);

@@ -27,6 +27,7 @@ enum vgpu_kind {
 	VGPU_K_POOL,		/* default pools of device d are d + 1 */
 	VGPU_K_GEN,		/* generated kinds (forward.h), one id space */
 	VGPU_K_GREEN,
+	VGPU_K_ARRAY,		/* arrays, mipmapped arrays, levels, planes (runtime/array/) */
 	VGPU_K_COUNT
 };
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_array.h"
 #include "host_backend.h"
 #include "log.h"
 #include "vgpu/proto.h"
@@ -658,6 +659,8 @@ void host_ctx_release_objects(struct host_ctx *ctx)
 	host_set_each(&host.streams, drop_stream, ctx);
 	host_set_each(&host.events, drop_event, ctx);
 	host_set_each(&host.modules, drop_module, ctx);
+	host_texobj_release_ctx(ctx);
+	host_array_release_ctx(ctx);
 }
 
 static CUresult check_ctx_flags(unsigned flags)
