@@ -31,6 +31,9 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_POOL_BLOCKS] = "pool blocks",
 	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
 	[VGPU_CKPT_SEC_CALLS] = "generated calls",
+	[VGPU_CKPT_SEC_ARRAYS] = "CUDA arrays",
+	[VGPU_CKPT_SEC_ARRAY_DATA] = "CUDA array data",
+	[VGPU_CKPT_SEC_TEXOBJS] = "texture and surface objects",
 };
 
 int vgpu_ckpt_section_known(uint32_t type)

@@ -15,6 +15,7 @@
 
 #include "ckpt.h"
 #include "ckpt_crc.h"
+#include "array_state.h"
 #include "ckpt_run.h"
 #include "clock.h"
 #include "ipc.h"
@@ -294,6 +295,15 @@ int ckpt_write_vmm(struct ckpt_run *r)
 	r->a->result.device_bytes += r->w->vmem.created;
 	return 0;
 }
+/* CUDA arrays and texture objects (daemon/worker/array/). */
+static int ckpt_write_arrays(struct ckpt_run *r)
+{
+	char why[200];
+	int ret = worker_array_checkpoint(r->w, r->sink, why, sizeof(why));
+
+	return ret ? ckpt_run_fail(r, ret, "%s", why) : 0;
+}
+
 /* Everything of the session into r->sink, in file order. */
 int ckpt_run_collect(struct ckpt_run *r)
 {
@@ -328,6 +338,8 @@ int ckpt_run_collect(struct ckpt_run *r)
 		ret = ckpt_write_stream_attrs(r);
 	if (!ret)
 		ret = ckpt_write_pools(r);
+	if (!ret)
+		ret = ckpt_write_arrays(r);
 	if (!ret)
 		ret = ckpt_write_calls(r);	/* last: they name everything else */
 	free(r->alloc);

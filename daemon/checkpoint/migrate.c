@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "array_state.h"
 #include "barrier.h"
 #include "ckpt.h"
 #include "ckpt_bulk.h"
@@ -896,6 +897,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		ret = stream_attrs(&b);
 	if (!ret)
 		ret = pools(&b);
+	if (!ret)
+		ret = worker_array_restore(w, b.r, b.why, b.why_len);
 	if (!ret)
 		ret = calls(&b);
 	if (b.bounce) {

@@ -126,8 +126,8 @@ enum {
 	VGPU_CKPT_SEC_PARENT,		/* INCREMENTAL: the parent's path, as text */
 
 	/* Later types come in blocks: 20..24 the client's virtual memory, 25..29
-	 * memory pools, 30..31 streams' attributes, 32..33 generated calls. A type
-	 * in a gap is unknown. */
+	 * memory pools, 30..31 streams' attributes, 32..33 generated calls, 40..44
+	 * CUDA arrays and texture objects. A type in a gap is unknown. */
 	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
 	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
 	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
@@ -138,6 +138,9 @@ enum {
 	VGPU_CKPT_SEC_POOL_BLOCKS,	/* struct vgpu_ckpt_pool_block records */
 	VGPU_CKPT_SEC_STREAM_ATTRS = 30, /* struct vgpu_ckpt_stream_attr records */
 	VGPU_CKPT_SEC_CALLS = 32,	/* struct vgpu_ckpt_call records, then their bytes */
+	VGPU_CKPT_SEC_ARRAYS = 40,	/* struct vgpu_ckpt_array records (ckpt_array.h) */
+	VGPU_CKPT_SEC_ARRAY_DATA,	/* an array's bytes; id = array id << 32 | level */
+	VGPU_CKPT_SEC_TEXOBJS,		/* struct vgpu_ckpt_texobj records (ckpt_array.h) */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
