@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "array_state.h"
 #include "barrier.h"
 #include "ckpt_calls.h"
 #include "ipc.h"
@@ -132,6 +133,34 @@ static CUresult o_copy2d(const CUDA_MEMCPY2D *c, CUstream s)
 	return real.cuMemcpy2DAsync_v2(c, s);
 }
 
+/* A 3D copy's address ends (arrays are the worker's own objects). */
+static void box(CUmemorytype t, CUdeviceptr p, size_t x, size_t y, size_t z, size_t pitch,
+		size_t height, const CUDA_MEMCPY3D *c)
+{
+	uint64_t first = 0, s = 0, rows = 0;
+
+	if (t == CU_MEMORYTYPE_ARRAY || !c->WidthInBytes || !c->Height || !c->Depth)
+		return;
+	must(t == CU_MEMORYTYPE_UNIFIED || t == CU_MEMORYTYPE_DEVICE);
+	must(!__builtin_mul_overflow(z, height, &s) && !__builtin_add_overflow(s, y, &s) &&
+	     !__builtin_mul_overflow(s, pitch, &s) && !__builtin_add_overflow(s, x, &s) &&
+	     !__builtin_add_overflow(p, s, &first));
+	must(!__builtin_mul_overflow(pitch, height, &rows) &&
+	     !__builtin_mul_overflow(rows, c->Depth - 1, &rows));
+	must(!__builtin_add_overflow(first, rows, &rows));
+	span(first, pitch, c->WidthInBytes, c->Height);
+	span(rows, pitch, c->WidthInBytes, c->Height);	/* the last slice */
+}
+
+static CUresult o_copy3d(const CUDA_MEMCPY3D *c, CUstream s)
+{
+	box(c->srcMemoryType, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
+	    c->srcHeight, c);
+	box(c->dstMemoryType, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
+	    c->dstHeight, c);
+	return real.cuMemcpy3DAsync_v2(c, s);
+}
+
 static void set1d(CUdeviceptr d, size_t n, size_t elem)
 {
 	uint64_t b;
@@ -192,6 +221,7 @@ static void oracles(struct vgpu_backend *B)
 	B->cuMemcpyDtoHAsync_v2 = o_dtoh;
 	B->cuMemcpyDtoDAsync_v2 = o_dtod;
 	B->cuMemcpy2DAsync_v2 = o_copy2d;
+	B->cuMemcpy3DAsync_v2 = o_copy3d;
 	B->cuMemsetD8Async = o_d8;
 	B->cuMemsetD16Async = o_d16;
 	B->cuMemsetD32Async = o_d32;
@@ -314,6 +344,7 @@ static void close_session(void)
 	calls_log_clear(&W);
 	pools_destroy(&W);
 	ipc_session_end(&W);
+	worker_array_destroy(&W);
 	worker_vmm_destroy(&W);
 	vmem_destroy(&W.vmem);
 	hostpool_destroy(&W.pool);
@@ -418,6 +449,18 @@ static uint32_t payload(struct in *in, uint16_t op, uint32_t *off)
 			v[i] = val(in);
 		memcpy(p, v, sizeof(v));
 		memset(p + sizeof(v), 0, len - sizeof(v));
+		return len;
+	}
+	/* Array descriptors, copies and texture objects: words of values, so
+	 * that ids, addresses and sizes meet the worker's checks. */
+	if (op == VGPU_OP_ARRAY_CREATE || op == VGPU_OP_ARRAY_COPY ||
+	    op == VGPU_OP_TEXOBJ_CREATE || op == VGPU_OP_SURFOBJ_CREATE) {
+		for (uint32_t i = 0; i + 8 <= len; i += 8) {
+			uint64_t v = val(in);
+
+			memcpy(p + i, &v, 8);
+		}
+		memset(p + (len & ~7u), 0, len & 7);
 		return len;
 	}
 	for (uint32_t i = 0; i < len; i++)
