@@ -176,7 +176,11 @@
 	X(cuTexObjectGetResourceViewDesc) \
 	X(cuSurfObjectCreate) \
 	X(cuSurfObjectDestroy) \
-	X(cuSurfObjectGetResourceDesc)
+	X(cuSurfObjectGetResourceDesc) \
+	X(cuTexRefSetArray) \
+	X(cuTexRefGetArray) \
+	X(cuTexRefSetMipmappedArray) \
+	X(cuTexRefGetMipmappedArray)
 
 #include "backend_gen.h"
 

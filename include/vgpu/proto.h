@@ -609,6 +609,11 @@ enum vgpu_op {
 	VGPU_OP_TEXOBJ_GET,		/* arg0 value, arg1 1: a surface object, arg2
 					 * VGPU_TEXOBJ_GET_*; R: slot holds struct
 					 * vgpu_res_desc, vgpu_tex_desc or vgpu_view_desc */
+	VGPU_OP_TEXREF_ARRAY,		/* arg0 texture reference id (generated kind),
+					 * arg1 array id, arg2 CU_TRSA_* flags, arg3 1: a
+					 * mipmapped array (recorded for a restore) */
+	VGPU_OP_TEXREF_GET_ARRAY,	/* arg0 texture reference id, arg1 1: the
+					 * mipmapped array; R: val0 its id */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

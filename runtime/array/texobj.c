@@ -4,6 +4,7 @@
  * must be the driver's own: creation is one synchronous round trip that
  * answers it. The descriptors travel with arrays as ids; reading them back
  * asks the worker, whose driver answers, and turns ids into handles again.
+ * Texture references (a generated kind, calls.def) bound to arrays too.
  */
 #include <string.h>
 
@@ -259,4 +260,79 @@ CUresult vgpu_hand_cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC *out, 
 	r.lastLayer = q.last_layer;
 	*out = r;
 	return CUDA_SUCCESS;
+}
+
+/* ---- texture references bound to arrays ------------------------------------------- */
+
+static CUresult texref_bind(CUtexref h, uint64_t id, unsigned int flags, bool mipmapped)
+{
+	struct vgpu_fwd f = { 0 };
+	uint32_t ref;
+	CUresult rc = vgpu_fwd_gen(&f, h, VGPU_GEN_KIND_TEXREF, &ref);
+
+	if (!rc)
+		rc = vgpu_fwd_ctx_default(&f);
+	return rc ? rc : vgpu_call5(VGPU_OP_TEXREF_ARRAY, f.ctx->id, 0, ref, id, flags,
+				    mipmapped, 0, NULL);
+}
+
+static CUresult texref_get(CUtexref h, bool mipmapped, struct vgpu_array **out)
+{
+	struct vgpu_fwd f = { 0 };
+	struct vgpu_cqe c = { 0 };
+	uint32_t ref;
+	CUresult rc = vgpu_fwd_gen(&f, h, VGPU_GEN_KIND_TEXREF, &ref);
+
+	if (!rc)
+		rc = vgpu_fwd_ctx_default(&f);
+	if (!rc)
+		rc = vgpu_call5(VGPU_OP_TEXREF_GET_ARRAY, f.ctx->id, 0, ref, mipmapped, 0, 0, 0,
+				&c);
+	if (!rc && !(*out = vgpu_array_by_id(c.val[0])))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuTexRefSetArray(CUtexref h, CUarray a, unsigned int flags)
+{
+	struct vgpu_array *arr;
+	CUresult rc;
+
+	ENTER();
+	rc = vgpu_array_resolve(a, &arr);
+	return rc ? rc : texref_bind(h, arr->id, flags, false);
+}
+
+VGPU_EXPORT CUresult cuTexRefSetMipmappedArray(CUtexref h, CUmipmappedArray m, unsigned int flags)
+{
+	struct vgpu_array *arr;
+	CUresult rc;
+
+	ENTER();
+	rc = vgpu_mipmap_resolve(m, &arr);
+	return rc ? rc : texref_bind(h, arr->id, flags, true);
+}
+
+VGPU_EXPORT CUresult cuTexRefGetArray(CUarray *out, CUtexref h)
+{
+	struct vgpu_array *a;
+	CUresult rc = vgpu_enter_nonnull(out);
+
+	if (!rc)
+		rc = texref_get(h, false, &a);
+	if (!rc)
+		*out = (CUarray)a;
+	return rc;
+}
+
+VGPU_EXPORT CUresult cuTexRefGetMipmappedArray(CUmipmappedArray *out, CUtexref h)
+{
+	struct vgpu_array *a;
+	CUresult rc = vgpu_enter_nonnull(out);
+
+	if (!rc)
+		rc = texref_get(h, true, &a);
+	if (!rc)
+		*out = (CUmipmappedArray)a;
+	return rc;
 }

@@ -19,6 +19,9 @@
 
 #include "driver_check.h"
 
+/* Texture references are deprecated; binding them to arrays is tested. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 static CUstream stream;
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
@@ -377,6 +380,29 @@ static void mipmapped(void)
 
 /* ---- texture and surface objects ---------------------------------------------------- */
 
+/* Texture references (the legacy API) bound to arrays. */
+static void texrefs(CUarray a, CUmipmappedArray m)
+{
+	CUmipmappedArray mb;
+	CUarray_format f;
+	CUarray ab;
+	CUtexref t;
+	int ch;
+
+	MUST(cuTexRefCreate(&t));
+	EXPECT_OK(cuTexRefSetArray(t, a, CU_TRSA_OVERRIDE_FORMAT), "texref: bound to an array");
+	EXPECT_OK(cuTexRefGetArray(&ab, t), "texref: its array");
+	expect(ab == a, "texref: the array it was bound to", 0);
+	EXPECT_OK(cuTexRefSetFormat(t, CU_AD_FORMAT_FLOAT, 1), "texref: format set");
+	EXPECT_OK(cuTexRefGetFormat(&f, &ch, t), "texref: format read");
+	expect(f == CU_AD_FORMAT_FLOAT && ch == 1, "texref: the format", 0);
+	EXPECT_OK(cuTexRefSetMipmappedArray(t, m, CU_TRSA_OVERRIDE_FORMAT),
+		  "texref: bound to a mipmapped array");
+	EXPECT_OK(cuTexRefGetMipmappedArray(&mb, t), "texref: its mipmapped array");
+	expect(mb == m, "texref: the mipmapped array it was bound to", 0);
+	EXPECT_OK(cuTexRefDestroy(t), "texref: destroy");
+}
+
 static void objects(void)
 {
 	CUDA_RESOURCE_DESC res = { .resType = CU_RESOURCE_TYPE_ARRAY }, rb;
@@ -451,6 +477,7 @@ static void objects(void)
 	EXPECT_OK(cuTexObjectDestroy(t), "texture object: destroy");
 	EXPECT_OK(cuTexObjectDestroy(tm), "texture object: destroy the mipmapped one");
 	EXPECT_OK(cuTexObjectDestroy(tl), "texture object: destroy the linear one");
+	texrefs(a, m);
 	MUST(cuMipmappedArrayDestroy(m));
 	MUST(cuArrayDestroy(a));
 	MUST(cuArrayDestroy(plain));
@@ -516,6 +543,7 @@ static int hold(const char *go)
 	CUsurfObject s;
 	CUmipmappedArray m;
 	CUarray a, l1, l1b;
+	CUtexref ref;
 	bool ok = true;
 
 	a = array3d(W, H, D, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SURFACE_LDST);
@@ -530,6 +558,8 @@ static int hold(const char *go)
 	MUST(cuSurfObjectCreate(&s, &res));
 	res.res.array.hArray = l1;
 	MUST(cuTexObjectCreate(&t2, &res, &tex, NULL));
+	MUST(cuTexRefCreate(&ref));
+	MUST(cuTexRefSetArray(ref, a, CU_TRSA_OVERRIDE_FORMAT));
 	printf("ready\n");
 	fflush(stdout);
 	for (int i = 0; i < 30000 && access(go, F_OK); i++)
@@ -550,6 +580,9 @@ static int hold(const char *go)
 	ok &= !cuSurfObjectGetResourceDesc(&rb, s) && rb.res.array.hArray == a;
 	if (!ok)
 		printf("FAIL the texture and surface objects\n");
+	ok &= !cuTexRefGetArray(&l1b, ref) && l1b == a && !cuTexRefDestroy(ref);
+	if (!ok)
+		printf("FAIL the texture reference's array\n");
 	ok &= !cuTexObjectDestroy(t) && !cuTexObjectDestroy(t2) && !cuSurfObjectDestroy(s) &&
 	      !cuMipmappedArrayDestroy(m) && !cuArrayDestroy(a);
 	printf("hold: %s\n", ok ? "array state: kept" : "FAIL");

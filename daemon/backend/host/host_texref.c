@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_array.h"
 #include "host_backend.h"
 
 #define TEXREF_MAGIC 0x74657872u	/* "texr" */
@@ -21,7 +22,9 @@ struct host_texref {
 	float bias, min_clamp, max_clamp;
 	unsigned int max_aniso, flags;
 	float border[4];
-	CUdeviceptr addr;	/* 0: nothing bound */
+	CUdeviceptr addr;	/* 0: no memory bound */
+	CUarray array;		/* or an array bound (host_array.c's) */
+	CUmipmappedArray mipmap;	/* or a mipmapped array */
 };
 
 static struct host_texref *tex(CUtexref h)
@@ -66,6 +69,8 @@ CUresult host_cuTexRefSetAddress_v2(size_t *offset, CUtexref h, CUdeviceptr p, s
 	if (!t)
 		return CUDA_ERROR_INVALID_VALUE;
 	t->addr = p;
+	t->array = NULL;
+	t->mipmap = NULL;
 	if (offset)
 		*offset = 0;	/* allocations are aligned: no offset to add */
 	return CUDA_SUCCESS;
@@ -80,6 +85,8 @@ CUresult host_cuTexRefSetAddress2D_v3(CUtexref h, const CUDA_ARRAY_DESCRIPTOR *d
 	if (!t || !desc)
 		return CUDA_ERROR_INVALID_VALUE;
 	t->addr = p;
+	t->array = NULL;
+	t->mipmap = NULL;
 	t->format = desc->Format;
 	t->channels = (int)desc->NumChannels;
 	return CUDA_SUCCESS;
@@ -221,5 +228,72 @@ CUresult host_cuTexRefGetBorderColor(float *rgba, CUtexref h)
 	if (!t || !rgba)
 		return CUDA_ERROR_INVALID_VALUE;
 	memcpy(rgba, t->border, sizeof(t->border));
+	return CUDA_SUCCESS;
+}
+
+/* Binding an array: the texture takes the array's format unless told to
+ * keep its own (CU_TRSA_OVERRIDE_FORMAT). */
+CUresult host_cuTexRefSetArray(CUtexref h, CUarray a, unsigned int flags)
+{
+	struct host_texref *t = tex(h);
+	struct host_array *arr;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!t || (flags & ~CU_TRSA_OVERRIDE_FORMAT))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&host.lock);
+	arr = host_array_get(a);
+	if (!arr) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		if (!(flags & CU_TRSA_OVERRIDE_FORMAT)) {
+			t->format = arr->d.Format;
+			t->channels = (int)arr->d.NumChannels;
+		}
+		t->array = a;
+		t->mipmap = NULL;
+		t->addr = 0;
+	}
+	pthread_mutex_unlock(&host.lock);
+	return r;
+}
+
+CUresult host_cuTexRefGetArray(CUarray *a, CUtexref h)
+{
+	struct host_texref *t = tex(h);
+
+	if (!t || !a || !t->array)
+		return CUDA_ERROR_INVALID_VALUE;
+	*a = t->array;
+	return CUDA_SUCCESS;
+}
+
+CUresult host_cuTexRefSetMipmappedArray(CUtexref h, CUmipmappedArray m, unsigned int flags)
+{
+	struct host_texref *t = tex(h);
+	unsigned int levels, aflags;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!t || (flags & ~CU_TRSA_OVERRIDE_FORMAT))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&host.lock);
+	if (!host_mipmap_live(m, &levels, &aflags)) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		t->mipmap = m;
+		t->array = NULL;
+		t->addr = 0;
+	}
+	pthread_mutex_unlock(&host.lock);
+	return r;
+}
+
+CUresult host_cuTexRefGetMipmappedArray(CUmipmappedArray *m, CUtexref h)
+{
+	struct host_texref *t = tex(h);
+
+	if (!t || !m || !t->mipmap)
+		return CUDA_ERROR_INVALID_VALUE;
+	*m = t->mipmap;
 	return CUDA_SUCCESS;
 }

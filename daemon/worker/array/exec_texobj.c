@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array_state.h"
+#include "exec_forward.h"
 #include "vgpu/array_format.h"
 
 static CUresult res_of(struct worker *w, const struct vgpu_res_desc *q, bool surface,
@@ -294,11 +295,58 @@ out:
 	return OP_DONE;
 }
 
+/* ---- texture references bound to arrays ----------------------------------------- */
+
+/* Binding a texture reference (a generated kind) to an array or a
+ * mipmapped array: recorded, so a restore binds it again once the arrays
+ * are back. */
+static enum op_status op_texref_array(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	void *ref = NULL, *a;
+	CUresult rc = q->arg[0] > UINT32_MAX || q->arg[3] > 1 || q->arg[2] > UINT32_MAX ?
+		CUDA_ERROR_INVALID_VALUE :
+		fwd_gen(w, call, (uint32_t)q->arg[0], VGPU_GEN_KIND_TEXREF, &ref);
+
+	if (!rc) {
+		a = q->arg[3] ? (void *)array_mipmap_handle(w, q->arg[1]) :
+				(void *)array_handle(w, q->arg[1]);
+		if (!a)
+			rc = CUDA_ERROR_INVALID_HANDLE;
+		else if (q->arg[3])
+			rc = w->B.cuTexRefSetMipmappedArray(ref, a, (unsigned int)q->arg[2]);
+		else
+			rc = w->B.cuTexRefSetArray(ref, a, (unsigned int)q->arg[2]);
+	}
+	if (!rc)
+		calls_log_record(w, call, (uint32_t)q->arg[0]);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+static enum op_status op_texref_get_array(struct worker *w, struct op_call *call)
+{
+	const struct vgpu_sqe *q = call->sqe;
+	void *ref = NULL, *a = NULL;
+	CUresult rc = q->arg[0] > UINT32_MAX || q->arg[1] > 1 ? CUDA_ERROR_INVALID_VALUE :
+		fwd_gen(w, call, (uint32_t)q->arg[0], VGPU_GEN_KIND_TEXREF, &ref);
+
+	if (!rc)
+		rc = q->arg[1] ? w->B.cuTexRefGetMipmappedArray((CUmipmappedArray *)&a, ref) :
+				 w->B.cuTexRefGetArray((CUarray *)&a, ref);
+	if (!rc && !(call->cqe->val[0] = array_id_of(w, a)))
+		rc = CUDA_ERROR_INVALID_VALUE;	/* none the client named */
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
 const struct op_desc exec_texobj_ops[] = {
 	OP(TEXOBJ_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_tex_create),
 	OP(TEXOBJ_DESTROY, OPF_NEEDS_CTX, op_tex_destroy),
 	OP(SURFOBJ_CREATE, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_surf_create),
 	OP(SURFOBJ_DESTROY, OPF_NEEDS_CTX, op_surf_destroy),
 	OP(TEXOBJ_GET, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_get),
+	OP(TEXREF_ARRAY, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_LOGGED, op_texref_array),
+	OP(TEXREF_GET_ARRAY, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_texref_get_array),
 	{ 0 },
 };
