@@ -31,4 +31,22 @@ static inline uint32_t vgpu_array_elem_bytes(uint32_t format, uint32_t channels)
 	return channels == 1 || channels == 2 || channels == 4 ? per * channels : 0;
 }
 
+/*
+ * The levels a mipmapped array of this shape gets for @want: the driver
+ * clamps the count to [1, 1 + log2 of the largest extent] (layers and cube
+ * faces are no extent).
+ */
+static inline uint32_t vgpu_mipmap_levels(uint64_t w, uint64_t h, uint64_t d, uint32_t flags,
+					  uint32_t want)
+{
+	uint64_t big = w > h ? w : h;
+	uint32_t most = 1;
+
+	if (!(flags & 0x05) && d > big)		/* CUDA_ARRAY3D_LAYERED, _CUBEMAP */
+		big = d;
+	while (big >>= 1)
+		most++;
+	return want < 1 ? 1 : want > most ? most : want;
+}
+
 #endif

@@ -19,6 +19,7 @@
 #include "forward.h"
 #include "init.h"
 #include "log.h"
+#include "vgpu/array_format.h"
 
 /* Guards the parts of every array and the id table. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -175,10 +176,12 @@ CUresult vgpu_hand_cuMipmappedArrayCreate(CUmipmappedArray *out,
 	struct vgpu_array *a;
 	CUresult rc = vgpu_enter_nonnull(out);
 
-	if (!rc && (!d || !levels || levels > VGPU_ARRAY_MAX_PARTS))
+	if (!rc && !d)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	/* The driver clamps the count; so does the worker, to the same. */
 	if (!rc)
-		rc = create(d, levels, &a);
+		rc = create(d, vgpu_mipmap_levels(d->Width, d->Height, d->Depth, d->Flags, levels),
+			    &a);
 	if (!rc)
 		*out = (CUmipmappedArray)a;
 	return rc;
@@ -313,9 +316,7 @@ CUresult vgpu_hand_cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v2 *d, CUarray h)
 
 	ENTER();
 	rc = vgpu_need_out(vgpu_array_resolve(h, &a), d);
-	/* The 2D descriptor cannot say a depth or flags: the driver refuses. */
-	if (!rc && (a->desc.Depth || a->desc.Flags))
-		rc = CUDA_ERROR_INVALID_VALUE;
+	/* What the 2D descriptor can say of any array (no depth, no flags). */
 	if (!rc)
 		*d = (CUDA_ARRAY_DESCRIPTOR){ .Width = a->desc.Width, .Height = a->desc.Height,
 					      .Format = a->desc.Format,

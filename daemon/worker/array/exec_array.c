@@ -13,6 +13,7 @@
 
 #include "array_state.h"
 #include "log.h"
+#include "vgpu/array_format.h"
 
 #define MAX_DIM		(1u << 20)	/* past every device limit: the driver says the rest */
 #define MAX_LEVELS	32
@@ -98,8 +99,12 @@ CUresult array_make(struct worker *w, uint32_t id, uint32_t ctx, const struct vg
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*rec = (struct array_rec){ .kind = d->levels ? ARR_MIPMAP : ARR_ARRAY, .ctx = ctx,
 				   .desc = *d };
+	/* The count the driver clamps to, which a checkpoint walks. */
 	if (d->levels)
-		rc = w->B.cuMipmappedArrayCreate((CUmipmappedArray *)&h, &cd, d->levels);
+		rec->desc.levels = vgpu_mipmap_levels(d->width, d->height, d->depth, d->flags,
+						      d->levels);
+	if (d->levels)
+		rc = w->B.cuMipmappedArrayCreate((CUmipmappedArray *)&h, &cd, rec->desc.levels);
 	else
 		rc = w->B.cuArray3DCreate_v2((CUarray *)&h, &cd);
 	if (rc) {

@@ -287,21 +287,13 @@ CUresult host_cuMipmappedArrayCreate(CUmipmappedArray *out, const CUDA_ARRAY3D_D
 {
 	struct host_mipmap *m;
 	struct host_ctx *ctx;
-	uint64_t big;
-	unsigned int most = 1;
 	CUresult r;
 
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = check_desc(d)))
 		return r;
-	big = d->Width > d->Height ? d->Width : d->Height;
-	if (!(d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) && d->Depth > big)
-		big = d->Depth;
-	while (big >>= 1)
-		most++;
-	if (!levels || levels > most)
-		return CUDA_ERROR_INVALID_VALUE;
+	levels = vgpu_mipmap_levels(d->Width, d->Height, d->Depth, d->Flags, levels);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
