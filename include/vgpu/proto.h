@@ -597,7 +597,8 @@ enum vgpu_op {
 					 * R: slot holds its struct vgpu_array_desc */
 	VGPU_OP_ARRAY_PLANE,		/* arg0 array id, arg1 plane, arg2 new id;
 					 * R: slot holds its struct vgpu_array_desc */
-	VGPU_OP_ARRAY_COPY,		/* sqe.stream; P: struct vgpu_array_copy */
+	VGPU_OP_ARRAY_COPY,		/* sqe.stream, arg0 VGPU_ARRAY_COPY_*;
+					 * P: struct vgpu_array_copy */
 	VGPU_OP_ARRAY_MEMREQ,		/* arg0 array or mipmapped id, arg1 device;
 					 * R: slot holds CUDA_ARRAY_MEMORY_REQUIREMENTS */
 	VGPU_OP_ARRAY_SPARSE,		/* arg0 array or mipmapped id;

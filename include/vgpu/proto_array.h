@@ -39,6 +39,10 @@ struct vgpu_copy_end {
 	uint64_t pitch, height;		/* address ends only */
 };
 
+/* VGPU_OP_ARRAY_COPY arg0: one end is the client's staging block, reused
+ * at once (pageable memory): refused while the stream captures a graph. */
+#define VGPU_ARRAY_COPY_STAGED	(1u << 0)
+
 struct vgpu_array_copy {
 	struct vgpu_copy_end src, dst;
 	uint64_t width, height, depth;	/* width in bytes */

@@ -59,10 +59,12 @@ static CUresult begin(struct run *r, CUstream h, bool ptds, bool async)
 	return CUDA_SUCCESS;
 }
 
+/* @sync: a piece staged through the pinned block, which is reused at once. */
 static CUresult issue(const struct run *r, const struct vgpu_array_copy *c, bool sync)
 {
 	struct vgpu_req q = {
-		.sqe = { .opcode = VGPU_OP_ARRAY_COPY, .ctx = r->ctx, .stream = r->stream },
+		.sqe = { .opcode = VGPU_OP_ARRAY_COPY, .ctx = r->ctx, .stream = r->stream,
+			 .arg = { sync ? VGPU_ARRAY_COPY_STAGED : 0 } },
 		.payload = c, .payload_len = sizeof(*c),
 	};
 
@@ -126,7 +128,7 @@ static CUresult addr_end(const struct run *r, CUmemorytype t, const void *host, 
 			 size_t x, size_t y, size_t z, size_t pitch, size_t height,
 			 const CUDA_MEMCPY3D *c, struct aend *e)
 {
-	uint64_t base, first, span, t1;
+	uint64_t base, first, span, t1, t2;
 	enum vgpu_mem_kind k;
 
 	if (t == CU_MEMORYTYPE_HOST)
@@ -141,9 +143,11 @@ static CUresult addr_end(const struct run *r, CUmemorytype t, const void *host, 
 	if (__builtin_mul_overflow(z, height, &t1) || __builtin_add_overflow(t1, y, &t1) ||
 	    __builtin_mul_overflow(t1, pitch, &t1) || __builtin_add_overflow(t1, x, &t1) ||
 	    __builtin_add_overflow(base, t1, &first) ||
-	    __builtin_mul_overflow((uint64_t)pitch * height, c->Depth - 1, &span) ||
-	    __builtin_add_overflow(span, (uint64_t)pitch * (c->Height - 1) + c->WidthInBytes,
-				   &span) ||
+	    __builtin_mul_overflow((uint64_t)pitch, height, &t2) ||
+	    __builtin_mul_overflow(t2, c->Depth - 1, &span) ||
+	    __builtin_mul_overflow((uint64_t)pitch, c->Height - 1, &t2) ||
+	    __builtin_add_overflow(span, t2, &span) ||
+	    __builtin_add_overflow(span, c->WidthInBytes, &span) ||
 	    first + span < first)
 		return CUDA_ERROR_INVALID_VALUE;
 	k = vgpu_mem_classify(r->s, first, span, NULL);

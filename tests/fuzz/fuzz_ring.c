@@ -318,6 +318,7 @@ static void close_session(void)
 	while (waiter_busy())
 		usleep(100);
 	W.B.cuCtxSetCurrent(W.primary[0]);
+	worker_array_destroy(&W);	/* before the contexts that hold them */
 	obj_for_each(&W.graph_execs, i, e)
 		W.B.cuGraphExecDestroy(e->obj);
 	obj_for_each(&W.graphs, i, e)
@@ -344,7 +345,6 @@ static void close_session(void)
 	calls_log_clear(&W);
 	pools_destroy(&W);
 	ipc_session_end(&W);
-	worker_array_destroy(&W);
 	worker_vmm_destroy(&W);
 	vmem_destroy(&W.vmem);
 	hostpool_destroy(&W.pool);

@@ -169,6 +169,23 @@ static int contents_out(struct worker *w, struct ckpt_sink *sink, char *why, siz
 	return ret;
 }
 
+/*
+ * Arrays and objects of a context the program destroyed went with it in
+ * the driver: their records go too (the program may not use them again).
+ */
+static void prune(struct worker *w, struct array_state *s)
+{
+	struct obj_entry *e;
+	uint32_t i;
+
+	obj_for_each(&s->ids, i, e)
+		if (!obj_get(&w->ctxs, ((struct array_rec *)e->data)->ctx))
+			obj_remove(&s->ids, i);
+	for (size_t k = 0; k < s->ntex; k++)
+		if (!obj_get(&w->ctxs, s->tex[k].ctx))
+			s->tex[k--] = s->tex[--s->ntex];
+}
+
 int worker_array_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, size_t len)
 {
 	struct array_state *s = w->arrays;
@@ -181,6 +198,7 @@ int worker_array_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why,
 
 	if (!s)
 		return 0;
+	prune(w, s);
 	obj_for_each(&s->ids, i, e)
 		n++;
 	if (!n && !s->ntex)

@@ -353,8 +353,11 @@ static enum op_status op_copy(struct worker *w, struct op_call *call)
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
 
-	if (!rc && call->len != sizeof(c))
+	if (!rc && (call->len != sizeof(c) || call->sqe->arg[0] & ~(uint64_t)VGPU_ARRAY_COPY_STAGED))
 		rc = CUDA_ERROR_INVALID_VALUE;
+	/* A graph would read the staging block when it runs, long reused. */
+	if (!rc && (call->sqe->arg[0] & VGPU_ARRAY_COPY_STAGED) && worker_capturing(w, st))
+		rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (!rc) {
 		memcpy(&c, call->payload, sizeof(c));
 		if (!c.width || !c.height || !c.depth)
