@@ -556,7 +556,7 @@ static int hold(const char *go)
 	CUDA_TEXTURE_DESC tex = { .addressMode = { CU_TR_ADDRESS_MODE_MIRROR },
 				  .filterMode = CU_TR_FILTER_MODE_LINEAR,
 				  .flags = CU_TRSF_NORMALIZED_COORDINATES }, tb;
-	CUtexObject t, t2;
+	CUtexObject t, t2, gone;
 	CUsurfObject s;
 	CUmipmappedArray m;
 	CUarray a, l1, l1b;
@@ -571,8 +571,10 @@ static int hold(const char *go)
 	MUST(host_array(in, W * E, H, a, W * E, H, D, true, false));
 	MUST(host_array(lv, 80, 15, l1, 80, 15, 1, true, false));
 	res.res.array.hArray = a;
+	MUST(cuTexObjectCreate(&gone, &res, &tex, NULL));	/* leaves a gap in the values */
 	MUST(cuTexObjectCreate(&t, &res, &tex, NULL));
 	MUST(cuSurfObjectCreate(&s, &res));
+	MUST(cuTexObjectDestroy(gone));
 	res.res.array.hArray = l1;
 	MUST(cuTexObjectCreate(&t2, &res, &tex, NULL));
 	MUST(cuTexRefCreate(&ref));

@@ -320,13 +320,15 @@ static int arrays_in(struct worker *w, struct vgpu_ckpt_reader *r,
 	return 0;
 }
 
+/* Ascending values, whatever the kind: a driver may hand texture and
+ * surface objects out of one space. */
 static int by_value(const void *x, const void *y)
 {
 	const struct vgpu_ckpt_texobj *a = x, *b = y;
 
-	if (a->surface != b->surface)
-		return a->surface < b->surface ? -1 : 1;
-	return a->value < b->value ? -1 : a->value > b->value;
+	if (a->value != b->value)
+		return a->value < b->value ? -1 : 1;
+	return a->surface < b->surface ? -1 : a->surface > b->surface;
 }
 
 static CUresult obj_make(struct worker *w, const struct vgpu_ckpt_texobj *t,
