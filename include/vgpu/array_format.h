@@ -31,6 +31,22 @@ static inline uint32_t vgpu_array_elem_bytes(uint32_t format, uint32_t channels)
 	return channels == 1 || channels == 2 || channels == 4 ? per * channels : 0;
 }
 
+/* Whether @format is a CUarray_format of CUDA 13 (the worker passes no
+ * other to the driver). */
+static inline int vgpu_array_format_known(uint32_t format)
+{
+	switch (format) {
+	case 0x01: case 0x02: case 0x03: case 0x08: case 0x09: case 0x0a: case 0x10: case 0x20:
+	case 0x50:
+	case 0x91 ... 0x9f:
+	case 0xa1 ... 0xa9:
+	case 0xb0 ... 0xb5:
+	case 0xc0 ... 0xcb:
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * The levels a mipmapped array of this shape gets for @want: the driver
  * clamps the count to [1, 1 + log2 of the largest extent] (layers and cube

@@ -60,8 +60,9 @@ static CUresult desc_of(const struct vgpu_array_desc *d, CUDA_ARRAY3D_DESCRIPTOR
 		CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEPTH_TEXTURE |
 		CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
 
-	if (d->width > MAX_DIM || d->height > MAX_DIM || d->depth > MAX_DIM ||
-	    d->levels > MAX_LEVELS || d->channels > 4)
+	if (!d->width || d->width > MAX_DIM || d->height > MAX_DIM || d->depth > MAX_DIM ||
+	    d->levels > MAX_LEVELS || !d->channels || d->channels > 4 ||
+	    !vgpu_array_format_known(d->format))
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Sparse and deferred-mapping arrays get their memory from
 	 * cuMemMapArrayAsync, whose mappings no checkpoint could rebuild. */

@@ -85,10 +85,34 @@ static void view_of(const struct vgpu_view_desc *q, CUDA_RESOURCE_VIEW_DESC *v)
 	v->lastLayer = q->last_layer;
 }
 
+/* Every enum and flag in range, as the driver's own checks want them. */
+static bool tex_ok(const struct vgpu_tex_desc *t)
+{
+	const uint32_t flags = CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES |
+		CU_TRSF_SRGB | CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION | CU_TRSF_SEAMLESS_CUBEMAP;
+
+	for (int i = 0; i < 3; i++)
+		if (t->address_mode[i] > CU_TR_ADDRESS_MODE_BORDER)
+			return false;
+	return t->filter_mode <= CU_TR_FILTER_MODE_LINEAR &&
+	       t->mipmap_filter_mode <= CU_TR_FILTER_MODE_LINEAR && !(t->flags & ~flags);
+}
+
+static bool linear_ok(const struct vgpu_res_desc *r)
+{
+	if (r->type != CU_RESOURCE_TYPE_LINEAR && r->type != CU_RESOURCE_TYPE_PITCH2D)
+		return true;
+	return vgpu_array_format_known(r->format) &&
+	       (r->channels == 1 || r->channels == 2 || r->channels == 4);
+}
+
 CUresult texobj_descs(struct worker *w, const struct vgpu_texobj_req *q, bool surface,
 		      CUDA_RESOURCE_DESC *res, CUDA_TEXTURE_DESC *tex, CUDA_RESOURCE_VIEW_DESC *view)
 {
 	if (q->reserved || q->view.reserved || q->has_view > 1 || (surface && q->has_view))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((!surface && !tex_ok(&q->tex)) || !linear_ok(&q->res) ||
+	    (q->has_view && q->view.format > CU_RES_VIEW_FORMAT_UNSIGNED_BC7))
 		return CUDA_ERROR_INVALID_VALUE;
 	tex_of(&q->tex, tex);
 	view_of(&q->view, view);
