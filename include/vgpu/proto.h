@@ -566,28 +566,6 @@ enum vgpu_op {
 	VGPU_OP_GREEN_RECORD_EVENT,	/* arg0 green id, arg1 event id */
 	VGPU_OP_GREEN_WAIT_EVENT,	/* arg0 green id, arg1 event id */
 
-	/* CUDA IPC between sessions of one user (runtime/ipc/,
-	 * daemon/worker/ipc/): the 64 bytes of a handle as ipc_wire.h lays them. */
-	VGPU_OP_IPC_GET_MEM = 0x1C0,	/* sqe.ctx, arg0 address; R: slot holds the
-					 * CUipcMemHandle */
-	VGPU_OP_IPC_OPEN_MEM,		/* sqe.ctx, arg0 flags; P: the CUipcMemHandle;
-					 * R: val0 address, val1 the allocation's bytes */
-	VGPU_OP_IPC_CLOSE_MEM,		/* sqe.ctx, arg0 address; R: val0 1 when its last
-					 * close unmapped it */
-	VGPU_OP_IPC_GET_EVENT,		/* sqe.ctx, arg0 event id; R: slot holds the
-					 * CUipcEventHandle */
-	VGPU_OP_IPC_OPEN_EVENT,		/* sqe.ctx, arg0 the new event's id (the client's);
-					 * P: the CUipcEventHandle */
-	/* Device printf follows the program's fd 1 (runtime/session/print_follow.c,
-	 * daemon/worker/ipc/print_follow.c). */
-	VGPU_OP_PRINT_TO = 0x1C8,	/* arg0 token: the program's fd 1 now, sent first on
-					 * the session's socket (struct vgpu_fd_msg) */
-	/* Mapped registration of pageable memory without /dev/vgpu
-	 * (runtime/ipc/hostreg_map.c, daemon/worker/ipc/hostreg_map.c). */
-	VGPU_OP_HOSTREG_MAP,		/* arg0 token of a sealed memfd sent first, arg1
-					 * address, arg2 bytes (whole pages), arg3
-					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
-	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
 	/* CUDA arrays, textures and surfaces (proto_array.h): ids issued by
 	 * the client for arrays, driver values for texture/surface objects. */
 	VGPU_OP_ARRAY_CREATE = 0x190,	/* arg0 array id; P: struct vgpu_array_desc
@@ -616,6 +594,28 @@ enum vgpu_op {
 	VGPU_OP_TEXREF_GET_ARRAY,	/* arg0 texture reference id, arg1 1: the
 					 * mipmapped array; R: val0 its id */
 
+	/* CUDA IPC between sessions of one user (runtime/ipc/,
+	 * daemon/worker/ipc/): the 64 bytes of a handle as ipc_wire.h lays them. */
+	VGPU_OP_IPC_GET_MEM = 0x1C0,	/* sqe.ctx, arg0 address; R: slot holds the
+					 * CUipcMemHandle */
+	VGPU_OP_IPC_OPEN_MEM,		/* sqe.ctx, arg0 flags; P: the CUipcMemHandle;
+					 * R: val0 address, val1 the allocation's bytes */
+	VGPU_OP_IPC_CLOSE_MEM,		/* sqe.ctx, arg0 address; R: val0 1 when its last
+					 * close unmapped it */
+	VGPU_OP_IPC_GET_EVENT,		/* sqe.ctx, arg0 event id; R: slot holds the
+					 * CUipcEventHandle */
+	VGPU_OP_IPC_OPEN_EVENT,		/* sqe.ctx, arg0 the new event's id (the client's);
+					 * P: the CUipcEventHandle */
+	/* Device printf follows the program's fd 1 (runtime/session/print_follow.c,
+	 * daemon/worker/ipc/print_follow.c). */
+	VGPU_OP_PRINT_TO = 0x1C8,	/* arg0 token: the program's fd 1 now, sent first on
+					 * the session's socket (struct vgpu_fd_msg) */
+	/* Mapped registration of pageable memory without /dev/vgpu
+	 * (runtime/ipc/hostreg_map.c, daemon/worker/ipc/hostreg_map.c). */
+	VGPU_OP_HOSTREG_MAP,		/* arg0 token of a sealed memfd sent first, arg1
+					 * address, arg2 bytes (whole pages), arg3
+					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
+	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,
