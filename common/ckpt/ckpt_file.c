@@ -31,6 +31,8 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_POOL_BLOCKS] = "pool blocks",
 	[VGPU_CKPT_SEC_STREAM_ATTRS] = "stream attributes",
 	[VGPU_CKPT_SEC_CALLS] = "generated calls",
+	[VGPU_CKPT_SEC_GRAPHS] = "graphs",
+	[VGPU_CKPT_SEC_GRAPH_EXECS] = "graph instances",
 };
 
 int vgpu_ckpt_section_known(uint32_t type)
