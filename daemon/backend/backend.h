@@ -156,7 +156,8 @@
 	X(cuGraphKernelNodeSetAttribute) \
 	X(cuGraphMemcpyNodeGetParams) \
 	X(cuIpcGetEventHandle) \
-	X(cuIpcOpenEventHandle)
+	X(cuIpcOpenEventHandle) \
+	X(cuGraphHostNodeGetParams)
 
 #include "backend_gen.h"
 

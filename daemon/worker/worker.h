@@ -96,7 +96,8 @@ struct worker {
 	char comm[16];			/* the client's command */
 	uint32_t client_pid, client_uid;	/* as SO_PEERCRED saw them */
 	bool moved;			/* the session went to another worker */
-	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
+	uint32_t cb_posted;		/* host callbacks asked for (atomic: graph host
+					 * nodes ask from the driver's threads) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
@@ -198,6 +199,11 @@ CUresult graph_kernel_params(struct worker *w, const void *buf, uint32_t len, vo
 			     CUDA_KERNEL_NODE_PARAMS *p, uint32_t *used);
 CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, uint32_t graph,
 			   CUgraphNodeParams *p);
+/* graph_host.c: a host node's parameters for the client's callback @cookie
+ * (a trampoline that runs it in the client); the cookie of host node @n (0:
+ * not one of ours). */
+CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p);
+uint64_t graph_host_cookie(struct worker *w, CUgraphNode n);
 /* graph_snap.c: what each instance was made from, kept for checkpoints:
  * taken when it is made (@e its entry, flags as instantiated), followed
  * through its setters and updates, and through its graph's nodes and the

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Graphs and graph instances across checkpoints and moves: usage
- * graph_ckpt GO. Builds a graph of memset, copy, kernel, child graph, empty
- * and event record nodes and instantiates it; sets parameters in the
+ * graph_ckpt GO. Builds a graph of memset, copy, kernel, child graph, empty,
+ * event record and host nodes and instantiates it; sets parameters in the
  * instance and disables a node there; instantiates a second graph, disables
  * one of its nodes and destroys the graph; updates a third instance from
  * another graph (cuGraphExecUpdate). Launches them all and checks the
@@ -28,6 +28,12 @@
 static const char ptx[] = POKE_U32_PTX;
 
 static CUfunction poke;
+static int host_calls;
+
+static void CUDA_CB count(void *arg)
+{
+	(*(int *)arg)++;
+}
 static CUstream s;
 
 static bool all(CUdeviceptr d, uint32_t v)
@@ -113,7 +119,8 @@ int main(int argc, char **argv)
 	CUevent ev;
 	CUdeviceptr a, b, c, d, c2, d2, e, buf[7];
 	CUgraph g1, g2, g3, g4, child, kid = NULL, kid2 = NULL;
-	CUgraphNode nset, ncopy, nkern, nchild, nempty, nrec, m1, m2, m3, list[8];
+	CUgraphNode nset, ncopy, nkern, nchild, nempty, nrec, nhost, m1, m2, m3, list[8];
+	CUDA_HOST_NODE_PARAMS hp;
 	CUgraphExec e1, e2, e3, e4;
 	CUgraphNodeParams p;
 	CUDA_KERNEL_NODE_PARAMS kp;
@@ -157,6 +164,9 @@ int main(int argc, char **argv)
 	MUST(cuGraphAddEmptyNode(&nempty, g1, NULL, 0));
 	MUST(cuGraphAddDependencies_v2(g1, &nchild, &nempty, &plain, 1));
 	MUST(cuGraphAddEventRecordNode(&nrec, g1, &nempty, 1, ev));
+	hp.fn = count;
+	hp.userData = &host_calls;
+	MUST(cuGraphAddHostNode(&nhost, g1, &nrec, 1, &hp));
 	MUST(cuGraphDestroy(child));
 	MUST(cuGraphChildGraphNodeGetGraph(nchild, &kid));
 	MUST(cuGraphInstantiateWithFlags(&e1, g1, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
@@ -192,8 +202,9 @@ int main(int argc, char **argv)
 
 	for (int round = 0; round < 2; round++) {
 		clear(buf, 7);
+		host_calls = 0;
 		rc = run(e1);
-		expect(!rc && all(a, 5) && all(b, 0) && word(d) == 0x22 && all(c, 9),
+		expect(!rc && all(a, 5) && all(b, 0) && word(d) == 0x22 && all(c, 9) && host_calls == 1,
 		       round ? "the instance runs as it was set, after the moves"
 			     : "the instance runs as it was set", rc);
 		rc = cuEventQuery(ev);
@@ -229,7 +240,11 @@ int main(int argc, char **argv)
 	       "the instance's nodes are set and enabled through the old handles", rc);
 	n = 8;
 	rc = cuGraphGetNodes(g1, list, &n);
-	expect(!rc && n == 6, "the graph has its six nodes", rc);
+	expect(!rc && n == 7, "the graph has its seven nodes", rc);
+	memset(&hp, 0, sizeof(hp));
+	rc = cuGraphHostNodeGetParams(nhost, &hp);
+	expect(!rc && hp.fn == count && hp.userData == &host_calls,
+	       "its host node names the program's function", rc);
 	rc = cuGraphChildGraphNodeGetGraph(nchild, &kid2);
 	expect(!rc && kid2 == kid, "its child graph is the same handle", rc);
 	n = 0;

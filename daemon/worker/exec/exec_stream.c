@@ -143,17 +143,18 @@ static enum op_status op_host_func(struct worker *w, struct op_call *call)
 		return OP_DONE;
 	}
 	/* Each callback in flight owns an acknowledgement slot. */
-	while (w->cb_posted - load_acquire(&w->cb_finished) >= VGPU_CB_SLOTS - 1) {
+	while (__atomic_load_n(&w->cb_posted, __ATOMIC_ACQUIRE) - load_acquire(&w->cb_finished) >=
+	       VGPU_CB_SLOTS - 1) {
 		if (!worker_wait_client(w, false, us, "in host callbacks"))
 			break;
 		us = us < 5000 ? 2 * us : 10000;
 	}
 	j->w = w;
 	j->cookie = call->sqe->arg[0];
-	j->seq = ++w->cb_posted;
+	j->seq = __atomic_add_fetch(&w->cb_posted, 1, __ATOMIC_ACQ_REL);
 	rc = w->B.cuLaunchHostFunc(st, host_func_trampoline, j);
 	if (rc) {
-		w->cb_posted--;
+		__atomic_sub_fetch(&w->cb_posted, 1, __ATOMIC_ACQ_REL);
 		free(j);
 	}
 	call->cqe->result = rc;

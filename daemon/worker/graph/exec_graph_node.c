@@ -489,6 +489,11 @@ CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, u
 		break;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		break;
+	case CU_GRAPH_NODE_TYPE_HOST:	/* src: the client's callback cookie */
+		used.src = v->src;
+		if ((rc = graph_host_params(w, v->src, &p->host)))
+			return rc;
+		break;
 	case CU_GRAPH_NODE_TYPE_GRAPH:
 		used.id = v->id;
 		e = obj_get(&w->graphs, v->id);

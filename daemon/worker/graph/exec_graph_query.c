@@ -225,6 +225,9 @@ static enum op_status op_node_object(struct worker *w, struct op_call *call)
 		rc = w->B.cuGraphEventRecordNodeGetEvent(node, &ev);
 	else if (!rc && t == CU_GRAPH_NODE_TYPE_WAIT_EVENT)
 		rc = w->B.cuGraphEventWaitNodeGetEvent(node, &ev);
+	else if (!rc && t == CU_GRAPH_NODE_TYPE_HOST)	/* its callback's cookie */
+		rc = (call->cqe->val[0] = graph_host_cookie(w, node)) ? CUDA_SUCCESS
+								   : CUDA_ERROR_INVALID_VALUE;
 	else if (!rc)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	/* An event the session destroyed since: it has no id to give. */

@@ -8,7 +8,8 @@
  * parameters as the wire carries them (kernels name their function by id,
  * events by id, copies and memsets name the session's device memory), a
  * child graph node with its graph inside it; then its edges with their
- * data. A restore adds the nodes in that order and the edges after them.
+ * data; a host node by the program's callback cookie, which the program
+ * keeps. A restore adds the nodes in that order and the edges after them.
  *
  * An instance is written as the copy of its graph graph_snap.c keeps. Made
  * again, it is instantiated from its graph, when that lives and kept its
@@ -16,8 +17,8 @@
  * copy's parameters by cuGraphExecUpdate; from the copy itself when its
  * graph is gone. Nodes disabled in it are disabled again.
  *
- * Refused, with the reason: nodes of kinds a restore cannot make (host,
- * memory, conditional, external semaphore, batch memory op nodes), copies
+ * Refused, with the reason: nodes of kinds a restore cannot make (memory,
+ * conditional, external semaphore, batch memory op nodes), copies
  * to or from host memory (their buffers are the old worker's), an instance
  * whose graph changed shape since, or whose setters could not be followed.
  */
@@ -164,6 +165,11 @@ static int plain_save(struct worker *w, CUgraphNode n, CUgraphNodeType t, uint32
 		v->width = c.WidthInBytes, v->height = c.Height, v->depth = c.Depth;
 		break;
 	}
+	case CU_GRAPH_NODE_TYPE_HOST:	/* the program keeps its cookies */
+		if (!(v->src = graph_host_cookie(w, n)))
+			return fail(y, -EOPNOTSUPP, "graph %u has a host node of a function the "
+				    "session does not know", graph);
+		break;
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
 		rc = t == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? w->B.cuGraphEventRecordNodeGetEvent(n, &ev)

@@ -174,6 +174,14 @@ static CUresult node_read(struct worker *w, CUgraphNode n, CUgraphNodeType t,
 		return w->B.cuGraphEventWaitNodeGetEvent(n, &p->eventWait.event);
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_HOST: {
+		CUDA_HOST_NODE_PARAMS h;
+
+		rc = w->B.cuGraphHostNodeGetParams(n, &h);
+		p->host.fn = h.fn;
+		p->host.userData = h.userData;
+		return rc;
+	}
 	default:
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
