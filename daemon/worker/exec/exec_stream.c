@@ -132,11 +132,21 @@ static void CUDA_CB host_func_trampoline(void *arg)
 
 static enum op_status op_host_func(struct worker *w, struct op_call *call)
 {
-	struct host_func_job *j = malloc(sizeof(*j));
+	struct host_func_job *j;
 	unsigned int us = 100;
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
 
+	/* Recorded as a host node, which runs at every launch: a graph host
+	 * node's job, which stays (graph_host.c; the runtime keeps the cookie). */
+	if (!rc && worker_capturing(w, st)) {
+		CUDA_HOST_NODE_PARAMS_v2 hp;
+
+		rc = graph_host_params(w, call->sqe->arg[0], &hp);
+		call->cqe->result = rc ? rc : w->B.cuLaunchHostFunc(st, hp.fn, hp.userData);
+		return OP_DONE;
+	}
+	j = malloc(sizeof(*j));
 	if (!j || rc) {
 		free(j);
 		call->cqe->result = rc ? rc : CUDA_ERROR_OUT_OF_MEMORY;
