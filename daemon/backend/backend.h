@@ -157,7 +157,8 @@
 	X(cuGraphMemcpyNodeGetParams) \
 	X(cuIpcGetEventHandle) \
 	X(cuIpcOpenEventHandle) \
-	X(cuGraphHostNodeGetParams)
+	X(cuGraphHostNodeGetParams) \
+	X(cuGraphDebugDotPrint)
 
 #include "backend_gen.h"
 

@@ -170,6 +170,7 @@ CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgrap
 CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
 CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
 extern const struct op_desc exec_graph_query_ops[];
+extern const struct op_desc exec_graph_dot_ops[];	/* graph_dot.c */
 /* exec_graph_query.c: graphs the session knows that a child graph node
  * owns go with that node (0: any node) or with graph @parent. */
 void graph_embedded_forget(struct worker *w, uint32_t parent, uint32_t node);

@@ -590,6 +590,11 @@ enum vgpu_op {
 					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
 	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
 
+	/* Graphs, the rest (graphs, runtime/graph/, daemon/worker/graph/). */
+	VGPU_OP_GRAPH_DOT = 0x1D0,	/* arg0 graph id, arg1 CUgraphDebugDot_flags, arg2
+					 * offset in the text (0: made anew); R: val0 the
+					 * text's bytes, the slot those from arg2 on (val2) */
+
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,

@@ -7,15 +7,20 @@
  * (cuGraphHostNodeGetParams), changed in the graph and in the instance
  * (cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams, and
  * cuGraphExecNodeSetParams), a clone launched; a NULL function refused.
+ * The graph printed (cuGraphDebugDotPrint) to a file the program names,
+ * which this process writes; a path in no directory refused.
  *
  * One line per check on stdout, nothing that depends on addresses or the
  * backend; exit 0 pass, 1 fail.
  */
 #include <cuda.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver_check.h"
 
@@ -126,6 +131,25 @@ int main(void)
 	if (!rc)
 		rc = run(ge);
 	expect(!rc && c.calls == 3 && b.calls == 4, "which its instance does not see", rc);
+	{
+		char path[] = "/tmp/graph_host_driver.XXXXXX", text[64] = { 0 };
+		int fd = mkstemp(path);
+		ssize_t got = -1;
+
+		if (fd >= 0)
+			close(fd);
+		rc = cuGraphDebugDotPrint(g, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
+		fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			got = read(fd, text, sizeof(text) - 1);
+			close(fd);
+		}
+		unlink(path);
+		expect(!rc && got > 0 && strstr(text, "digraph"), "the graph is printed to a file",
+		       rc);
+		rc = cuGraphDebugDotPrint(g, "/nonexistent-vgpu-dir/graph.dot", 0);
+		expect(rc != CUDA_SUCCESS, "a path in no directory is refused", rc);
+	}
 	rc = cuGraphClone(&clone, g);
 	if (!rc)
 		rc = cuGraphInstantiateWithFlags(&gc, clone, 0);

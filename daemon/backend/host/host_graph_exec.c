@@ -4,8 +4,10 @@
  * put in an order that runs every dependency first, each remembering the
  * graph node it copies (by serial) so that setters naming the graph's nodes
  * find it. A launch runs the enabled nodes there and then, as the backend's
- * streams run everything.
+ * streams run everything. Also here: kernel node attributes, and the text
+ * cuGraphDebugDotPrint writes.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -427,5 +429,136 @@ CUresult host_cuGraphExecUpdate_v2(CUgraphExec h, CUgraph hg, CUgraphExecUpdateR
 	info->errorFromNode = NULL;
 	if (!rc && res != CU_GRAPH_EXEC_UPDATE_SUCCESS)
 		rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	return rc;
+}
+
+/* Kernel node attributes are kept as set (the host runs no priorities). */
+static CUresult attr_node(CUgraphNode h, CUkernelNodeAttrID id, struct hg_node **out)
+{
+	struct hg_node *n = node_get(h);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL || (unsigned)id >= HG_NATTR)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = n;
+	return CUDA_SUCCESS;
+}
+
+CUresult host_cuGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+					    CUkernelNodeAttrValue *v)
+{
+	struct hg_node *n;
+	CUresult rc;
+
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_lock);
+	if (!(rc = attr_node(node, id, &n)))
+		*v = n->attr[id];
+	pthread_mutex_unlock(&graph_lock);
+	return rc;
+}
+
+CUresult host_cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+					    const CUkernelNodeAttrValue *v)
+{
+	struct hg_node *n;
+	CUresult rc;
+
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_lock);
+	if (!(rc = attr_node(node, id, &n)))
+		n->attr[id] = *v;
+	pthread_mutex_unlock(&graph_lock);
+	return rc;
+}
+
+CUresult host_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+	struct hg_node *d, *s;
+	CUresult rc;
+
+	pthread_mutex_lock(&graph_lock);
+	if (!(rc = attr_node(dst, 0, &d)) && !(rc = attr_node(src, 0, &s)))
+		memcpy(d->attr, s->attr, sizeof(d->attr));
+	pthread_mutex_unlock(&graph_lock);
+	return rc;
+}
+
+/* ---- cuGraphDebugDotPrint ----------------------------------------------- */
+
+static const char *dot_type(CUgraphNodeType t)
+{
+	static const char *const names[] = {
+		[CU_GRAPH_NODE_TYPE_KERNEL] = "KERNEL", [CU_GRAPH_NODE_TYPE_MEMCPY] = "MEMCPY",
+		[CU_GRAPH_NODE_TYPE_MEMSET] = "MEMSET", [CU_GRAPH_NODE_TYPE_HOST] = "HOST",
+		[CU_GRAPH_NODE_TYPE_GRAPH] = "GRAPH", [CU_GRAPH_NODE_TYPE_EMPTY] = "EMPTY",
+		[CU_GRAPH_NODE_TYPE_WAIT_EVENT] = "WAIT_EVENT",
+		[CU_GRAPH_NODE_TYPE_EVENT_RECORD] = "EVENT_RECORD",
+	};
+
+	return (unsigned)t < sizeof(names) / sizeof(names[0]) && names[t] ? names[t] : "OTHER";
+}
+
+/* One graph as a cluster; its child graphs inside. *next numbers clusters. */
+static void dot_graph(FILE *f, const struct hg_graph *g, unsigned *next, int verbose)
+{
+	unsigned me = (*next)++;
+
+	fprintf(f, "subgraph cluster_%u {\nlabel=\"graph_%u\";\n", me, me);
+	for (size_t i = 0; i < g->n; i++) {
+		const struct hg_node *n = g->nodes[i];
+
+		fprintf(f, "\"graph_%u_node_%zu\" [label=\"%s\\nid %zu", me, i, dot_type(n->type), i);
+		if (verbose && n->type == CU_GRAPH_NODE_TYPE_MEMSET)
+			fprintf(f, "\\nvalue %u, %u-byte elements, %zu x %zu", n->p.memset.value,
+				n->p.memset.elementSize, n->p.memset.width, n->p.memset.height);
+		else if (verbose && n->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+			fprintf(f, "\\n%zu bytes x %zu x %zu", n->p.memcpy.copyParams.WidthInBytes,
+				n->p.memcpy.copyParams.Height, n->p.memcpy.copyParams.Depth);
+		else if (verbose && n->type == CU_GRAPH_NODE_TYPE_KERNEL)
+			fprintf(f, "\\ngrid %u,%u,%u block %u,%u,%u", n->p.kernel.gridDimX,
+				n->p.kernel.gridDimY, n->p.kernel.gridDimZ, n->p.kernel.blockDimX,
+				n->p.kernel.blockDimY, n->p.kernel.blockDimZ);
+		fprintf(f, "\"];\n");
+		if (n->child)
+			dot_graph(f, n->child, next, verbose);
+	}
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t k = 0; k < g->nodes[i]->nin; k++) {
+			size_t from = 0;
+
+			while (g->nodes[from] != g->nodes[i]->in[k].from)
+				from++;
+			fprintf(f, "\"graph_%u_node_%zu\" -> \"graph_%u_node_%zu\"", me, from, me, i);
+			if (g->nodes[i]->in[k].data.type)
+				fprintf(f, " [label=\"type %u\"]", g->nodes[i]->in[k].data.type);
+			fprintf(f, ";\n");
+		}
+	fprintf(f, "}\n");
+}
+
+CUresult host_cuGraphDebugDotPrint(CUgraph h, const char *path, unsigned int flags)
+{
+	CUresult rc = CUDA_SUCCESS;
+	unsigned next = 1;
+	FILE *f;
+
+	if (!path)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_lock);
+	if (!host_set_has(&graphs, h)) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (!(f = fopen(path, "we"))) {
+		rc = CUDA_ERROR_OPERATING_SYSTEM;
+	} else {
+		fprintf(f, "digraph dot {\n");
+		dot_graph(f, (const struct hg_graph *)h, &next,
+			  !!(flags & CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE));
+		fprintf(f, "}\n");
+		if (fclose(f))
+			rc = CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	pthread_mutex_unlock(&graph_lock);
 	return rc;
 }
