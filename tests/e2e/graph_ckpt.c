@@ -6,7 +6,10 @@
  * instance and disables a node there; instantiates a second graph, disables
  * one of its nodes and destroys the graph; updates a third instance from
  * another graph (cuGraphExecUpdate). Launches them all and checks the
- * results, prints "ready", waits for the file GO to exist (the test
+ * results. Meanwhile an instance whose graph gained a node after it was
+ * made: "refusable" printed, the file GO.1 waited for (the test's checkpoint
+ * must be refused with the reason), then it goes. Prints "ready", waits for
+ * the file GO to exist (the test
  * checkpoints, moves, stops and restores the session meanwhile), then
  * launches them again and checks the same results; sets parameters through
  * the node handles it had, enables the node again, reads the graph's nodes
@@ -200,6 +203,26 @@ int main(int argc, char **argv)
 	MUST(cuGraphExecUpdate(e3, g4, &info));
 	MUST(cuGraphDestroy(g4));
 
+	/* An instance whose graph then gained a node: a checkpoint refuses it
+	 * (the test checks the reason) until it is gone. */
+	{
+		CUgraph g5;
+		CUgraphExec e5;
+		CUgraphNode m5;
+		char go1[4096];
+
+		MUST(cuGraphCreate(&g5, 0));
+		p = memset_params(e, 1);
+		MUST(cuGraphAddNode(&m5, g5, NULL, NULL, 0, &p));
+		MUST(cuGraphInstantiateWithFlags(&e5, g5, 0));
+		MUST(cuGraphAddEmptyNode(&m5, g5, NULL, 0));
+		snprintf(go1, sizeof(go1), "%s.1", argv[1]);
+		printf("refusable\n");
+		for (int i = 0; i < 30000 && access(go1, F_OK); i++)
+			usleep(10000);
+		MUST(cuGraphExecDestroy(e5));
+		MUST(cuGraphDestroy(g5));
+	}
 	for (int round = 0; round < 2; round++) {
 		clear(buf, 7);
 		host_calls = 0;

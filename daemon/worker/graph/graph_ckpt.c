@@ -18,7 +18,8 @@
  * graph is gone. Nodes disabled in it are disabled again.
  *
  * Refused, with the reason: nodes of kinds a restore cannot make (memory,
- * conditional, external semaphore, batch memory op nodes), copies
+ * conditional, external semaphore, batch memory op nodes), memory a
+ * capture allocated for its graph (pool.c keeps it), copies
  * to or from host memory (their buffers are the old worker's), an instance
  * whose graph changed shape since, or whose setters could not be followed.
  */
@@ -32,6 +33,7 @@
 #include "exec_forward.h"
 #include "graph_snap.h"
 #include "log.h"
+#include "pool_state.h"
 
 #define MAX_DEPTH	8		/* child graphs inside child graphs */
 #define MAX_BODY_NODES	(1u << 20)	/* nodes a restored body may hold */
@@ -366,6 +368,13 @@ int graph_ckpt_save(struct worker *w, struct vgpu_ckpt_graph **gp, size_t *ng, u
 	uint32_t i;
 	int ret = 0;
 
+	/* Memory a capture allocated is the graph's (pool.c); the pools'
+	 * records do not carry that yet. */
+	for (size_t k = 0; w->pools && k < w->pools->nb; k++)
+		if (w->pools->b[k].state == BLOCK_GRAPH)
+			return fail(&y, -EOPNOTSUPP, "graph %u holds memory its capture allocated "
+				    "(cuMemAllocAsync), which checkpoints do not carry yet",
+				    w->pools->b[k].graph);
 	obj_for_each(&w->graphs, i, e)
 		n++;
 	obj_for_each(&w->graph_execs, i, e)
