@@ -204,9 +204,10 @@ CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p)
 		return CUDA_ERROR_INVALID_VALUE;
 	memset(&n->p, 0, sizeof(n->p));
 	n->p.type = p->type;
+	_Static_assert(sizeof(p->kernel) == sizeof(CUDA_KERNEL_NODE_PARAMS), "v3 = v2");
+	_Static_assert(sizeof(p->eventRecord) == sizeof(p->eventWait), "event nodes");
 	switch (p->type) {
 	case CU_GRAPH_NODE_TYPE_KERNEL:
-		_Static_assert(sizeof(p->kernel) == sizeof(CUDA_KERNEL_NODE_PARAMS), "v3 = v2");
 		rc = kernel_copy(n, (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel);
 		break;
 	case CU_GRAPH_NODE_TYPE_MEMCPY: {
@@ -249,7 +250,6 @@ CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p)
 		break;
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-		_Static_assert(sizeof(p->eventRecord) == sizeof(p->eventWait), "event nodes");
 		if (!event_live(p->eventRecord.event))
 			return CUDA_ERROR_INVALID_HANDLE;
 		n->p.eventRecord = p->eventRecord;
