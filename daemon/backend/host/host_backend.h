@@ -244,8 +244,8 @@ int dep_index(const struct hg_node *to, const struct hg_node *from, const CUgrap
 /* A copy of a graph (an instance's: its nodes enabled); NULL: no memory. */
 struct hg_graph *graph_copy(const struct hg_graph *src, int instance);
 void graph_free(struct hg_graph *g);
-/* A node's own copy of parameters made (it holds none yet), dropped, or
- * replaced (left as it was on failure). */
+/* A node's own copy of parameters made (it holds none yet), dropped (a child
+ * graph's handle with it), or replaced (left as it was on failure). */
 CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p);
 void params_clear(struct hg_node *n);
 CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p);

@@ -119,8 +119,10 @@ void params_clear(struct hg_node *n)
 	free(n->block);
 	n->args = NULL;
 	n->block = NULL;
-	if (n->child)
+	if (n->child) {	/* its handle goes with it */
+		host_set_del(&graphs, n->child);
 		graph_free(n->child);
+	}
 	n->child = NULL;
 }
 
@@ -288,8 +290,6 @@ CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p)
 
 static void node_free(struct hg_node *n)
 {
-	if (n->child)
-		host_set_del(&graphs, n->child);
 	params_clear(n);
 	host_set_del(&nodes, n);
 	free(n->in);
@@ -502,8 +502,6 @@ static CUresult node_add(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
 	if (!rc && (rc = graph_push(g, n)))
 		host_set_del(&nodes, n);
 	if (rc) {
-		if (n->child)
-			host_set_del(&graphs, n->child);
 		params_clear(n);
 		free(n->in);
 		free(n);

@@ -414,8 +414,6 @@ CUresult host_cuGraphExecUpdate_v2(CUgraphExec h, CUgraph hg, CUgraphExecUpdateR
 			res = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
 			bad = (CUgraphNode)g->nodes[i];
 		}
-		if (t.child)
-			host_set_del(&graphs, t.child);
 		params_clear(&t);
 	}
 	for (size_t i = 0; !rc && res == CU_GRAPH_EXEC_UPDATE_SUCCESS && i < g->n; i++)
