@@ -64,6 +64,8 @@ CUresult host_cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph h, unsigned 
 
 	if (rc)
 		return rc;
+	if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+		return CUDA_ERROR_NOT_SUPPORTED;	/* no device code here launches graphs */
 	if (!out || (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
 						   CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)))
 		return CUDA_ERROR_INVALID_VALUE;
