@@ -222,7 +222,9 @@ struct vgpu_ckpt_function {
  * updated since, nodes disabled). A body: struct vgpu_ckpt_graph_body, then
  * each node (struct vgpu_ckpt_graph_node and its len bytes, padded to 8),
  * then the edges (struct vgpu_ckpt_graph_edge). A node's bytes: a kernel's,
- * struct vgpu_kernel_node and its parameter block (include/vgpu/proto.h);
+ * struct vgpu_kernel_node and its parameter block (include/vgpu/proto.h),
+ * then, if any is set, its launch attributes (u32 count, u32 0, then each:
+ * u32 CUlaunchAttributeID, u32 0, the 64-byte CUlaunchAttributeValue);
  * any other's, struct vgpu_node_params, and for a child graph node the body
  * of its graph after it (its id in the struct's id: the client's id of that
  * graph, 0: none).

@@ -124,6 +124,7 @@ int main(int argc, char **argv)
 	CUgraph g1, g2, g3, g4, child, kid = NULL, kid2 = NULL;
 	CUgraphNode nset, ncopy, nkern, nchild, nempty, nrec, nhost, m1, m2, m3, list[8];
 	CUDA_HOST_NODE_PARAMS hp;
+	CUkernelNodeAttrValue attr;
 	CUgraphExec e1, e2, e3, e4;
 	CUgraphNodeParams p;
 	CUDA_KERNEL_NODE_PARAMS kp;
@@ -163,6 +164,9 @@ int main(int argc, char **argv)
 	v = 0x11;
 	kp = poke_params(&d, &v, args);
 	MUST(cuGraphAddKernelNode(&nkern, g1, &ncopy, 1, &kp));
+	memset(&attr, 0, sizeof(attr));
+	attr.priority = 3;	/* a launch attribute travels with its node */
+	MUST(cuGraphKernelNodeSetAttribute(nkern, CU_LAUNCH_ATTRIBUTE_PRIORITY, &attr));
 	MUST(cuGraphAddChildGraphNode(&nchild, g1, &nkern, 1, child));
 	MUST(cuGraphAddEmptyNode(&nempty, g1, NULL, 0));
 	MUST(cuGraphAddDependencies_v2(g1, &nchild, &nempty, &plain, 1));
@@ -268,6 +272,9 @@ int main(int argc, char **argv)
 	rc = cuGraphHostNodeGetParams(nhost, &hp);
 	expect(!rc && hp.fn == count && hp.userData == &host_calls,
 	       "its host node names the program's function", rc);
+	memset(&attr, 0, sizeof(attr));
+	rc = cuGraphKernelNodeGetAttribute(nkern, CU_LAUNCH_ATTRIBUTE_PRIORITY, &attr);
+	expect(!rc && attr.priority == 3, "its kernel node keeps its launch attribute", rc);
 	rc = cuGraphChildGraphNodeGetGraph(nchild, &kid2);
 	expect(!rc && kid2 == kid, "its child graph is the same handle", rc);
 	n = 0;

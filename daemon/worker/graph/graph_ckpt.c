@@ -6,6 +6,7 @@
  * A graph is written node by node, in the order the driver lists them (the
  * order they were made), each with the id the client knows it by, its
  * parameters as the wire carries them (kernels name their function by id,
+ * their launch attributes follow,
  * events by id, copies and memsets name the session's device memory), a
  * child graph node with its graph inside it; then its edges with their
  * data; a host node by the program's callback cookie, which the program
@@ -25,6 +26,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,106 @@ static int plain_save(struct worker *w, CUgraphNode n, CUgraphNodeType t, uint32
 		  : 0;
 }
 
+struct in {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static int take(struct in *in, void *dst, size_t n)
+{
+	if (in->len - in->pos < n)
+		return -1;
+	memcpy(dst, in->p + in->pos, n);
+	in->pos += n;
+	return 0;
+}
+
+/* Kernel node attributes a checkpoint carries (those a value of which names
+ * an event or the device's own node are refused when set). */
+static const CUlaunchAttributeID kernel_attrs[] = {
+	CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+	CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+	CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+	CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION,
+};
+static const CUlaunchAttributeID kernel_attrs_refused[] = {
+	CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+	CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE,
+};
+#define NKATTR (sizeof(kernel_attrs) / sizeof(kernel_attrs[0]))
+
+struct kattr {
+	uint32_t id, reserved;
+	CUkernelNodeAttrValue v;
+};
+
+/* After a kernel's block: u32 count, u32 0, then struct kattr each, for the
+ * attributes whose value is not all zero. */
+static int kernel_attrs_save(struct worker *w, CUgraphNode n, uint32_t graph, struct out *o,
+			     struct why *y)
+{
+	static const CUkernelNodeAttrValue zero;
+	struct kattr a[NKATTR];
+	uint32_t head[2] = { 0, 0 };
+	int ret;
+
+	for (size_t i = 0; i < sizeof(kernel_attrs_refused) / sizeof(kernel_attrs_refused[0]); i++) {
+		CUkernelNodeAttrValue v = zero;
+
+		if (!w->B.cuGraphKernelNodeGetAttribute(n, kernel_attrs_refused[i], &v) &&
+		    memcmp(&v, &zero, sizeof(v)))
+			return fail(y, -EOPNOTSUPP, "a kernel node of graph %u has launch attribute %d "
+				    "set, which checkpoints do not carry", graph,
+				    (int)kernel_attrs_refused[i]);
+	}
+	for (size_t i = 0; i < NKATTR; i++) {
+		struct kattr k = { .id = (uint32_t)kernel_attrs[i] };
+
+		if (!w->B.cuGraphKernelNodeGetAttribute(n, kernel_attrs[i], &k.v) &&
+		    memcmp(&k.v, &zero, sizeof(k.v)))
+			a[head[0]++] = k;
+	}
+	if (!head[0])
+		return 0;
+	ret = put(o, head, sizeof(head));
+	return ret ? ret : put(o, a, head[0] * sizeof(a[0]));
+}
+
+/* The attributes after a kernel's block set again on its new node @n: a
+ * value the driver will not take is kept if the node has it already. */
+static int kernel_attrs_load(struct worker *w, CUgraphNode n, struct in *in, struct why *y)
+{
+	uint32_t head[2];
+	struct kattr k;
+
+	if (in->pos == in->len)
+		return 0;
+	if (take(in, head, sizeof(head)) || head[1] || head[0] > NKATTR ||
+	    (in->len - in->pos) != head[0] * sizeof(k))
+		return fail(y, -EBADMSG, "a kernel node's attributes are damaged");
+	for (uint32_t i = 0; i < head[0]; i++) {
+		CUkernelNodeAttrValue now;
+		const CUaccessPolicyWindow *apw = &k.v.accessPolicyWindow;
+		bool known = false;
+		CUresult rc;
+
+		take(in, &k, sizeof(k));
+		for (size_t a = 0; a < NKATTR; a++)
+			known |= k.id == (uint32_t)kernel_attrs[a];
+		if (!known || k.reserved ||
+		    (k.id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && apw->num_bytes &&
+		     !worker_addr_ok(w, (uint64_t)(uintptr_t)apw->base_ptr, apw->num_bytes)))
+			return fail(y, -EBADMSG, "a kernel node's attribute %u is refused", k.id);
+		rc = w->B.cuGraphKernelNodeSetAttribute(n, (CUkernelNodeAttrID)k.id, &k.v);
+		memset(&now, 0, sizeof(now));
+		if (rc && (w->B.cuGraphKernelNodeGetAttribute(n, (CUkernelNodeAttrID)k.id, &now) ||
+			   memcmp(&now, &k.v, sizeof(now))))
+			return fail(y, -EIO, "a kernel node's attribute %u cannot be set again (CUDA "
+				    "error %d)", k.id, rc);
+	}
+	return 0;
+}
+
 struct body_list {
 	CUgraphNode *nodes, *from, *to;
 	CUgraphEdgeData *data;
@@ -296,8 +398,8 @@ static int body_save(struct worker *w, CUgraph g, uint32_t gid, const struct gra
 			if ((rc = graph_kernel_read(w, l.nodes[i], kbuf, &klen)))
 				ret = fail(y, -EOPNOTSUPP, "a kernel node of graph %u cannot be read "
 					   "(CUDA error %d)", name, rc);
-			else
-				ret = put(o, kbuf, klen);
+			else if (!(ret = put(o, kbuf, klen)))
+				ret = kernel_attrs_save(w, l.nodes[i], name, o, y);
 		} else if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
 			memset(&v, 0, sizeof(v));
 			v.type = t;
@@ -446,20 +548,6 @@ int graph_ckpt_save(struct worker *w, struct vgpu_ckpt_graph **gp, size_t *ng, u
 
 /* ---- reading -------------------------------------------------------------- */
 
-struct in {
-	const uint8_t *p;
-	size_t len, pos;
-};
-
-static int take(struct in *in, void *dst, size_t n)
-{
-	if (in->len - in->pos < n)
-		return -1;
-	memcpy(dst, in->p + in->pos, n);
-	in->pos += n;
-	return 0;
-}
-
 /* The next node of a body: its header, its bytes in @bytes. */
 static int next_node(struct in *in, struct vgpu_ckpt_graph_node *h, struct in *bytes)
 {
@@ -494,8 +582,9 @@ static int node_load(struct worker *w, CUgraph g, const struct vgpu_ckpt_graph_n
 		uint32_t used = 0;
 
 		rc = graph_kernel_params(w, bytes->p, (uint32_t)bytes->len, ptrs, &k, &used);
-		if (!rc && used != bytes->len)
+		if (!rc && used > bytes->len)
 			rc = CUDA_ERROR_INVALID_VALUE;
+		bytes->pos = used;	/* its attributes follow */
 		p.type = CU_GRAPH_NODE_TYPE_KERNEL;
 		memcpy(&p.kernel, &k, sizeof(k));
 	} else {
@@ -525,6 +614,8 @@ static int node_load(struct worker *w, CUgraph g, const struct vgpu_ckpt_graph_n
 	if (!ret && (rc = w->B.cuGraphAddNode_v2(out, g, NULL, NULL, 0, &p)))
 		ret = fail(y, -EIO, "a graph node of type %u cannot be made again (CUDA error %d)",
 			   h->type, rc);
+	if (!ret && h->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		ret = kernel_attrs_load(w, *out, bytes, y);
 	if (child)	/* the node holds its own copy */
 		w->B.cuGraphDestroy(child);
 	return ret;
