@@ -34,6 +34,8 @@ static const char *const names[VGPU_CKPT_SEC_NR] = {
 	[VGPU_CKPT_SEC_ARRAYS] = "CUDA arrays",
 	[VGPU_CKPT_SEC_ARRAY_DATA] = "CUDA array data",
 	[VGPU_CKPT_SEC_TEXOBJS] = "texture and surface objects",
+	[VGPU_CKPT_SEC_GRAPHS] = "graphs",
+	[VGPU_CKPT_SEC_GRAPH_EXECS] = "graph instances",
 };
 
 int vgpu_ckpt_section_known(uint32_t type)

@@ -180,7 +180,9 @@
 	X(cuTexRefSetArray) \
 	X(cuTexRefGetArray) \
 	X(cuTexRefSetMipmappedArray) \
-	X(cuTexRefGetMipmappedArray)
+	X(cuTexRefGetMipmappedArray) \
+	X(cuGraphHostNodeGetParams) \
+	X(cuGraphDebugDotPrint)
 
 #include "backend_gen.h"
 

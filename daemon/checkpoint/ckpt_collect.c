@@ -50,14 +50,6 @@ int ckpt_run_drain(struct ckpt_run *r)
 	struct obj_entry *e;
 	uint32_t i;
 
-	if (w->graphs.cap || w->graph_execs.cap) {
-		obj_for_each(&w->graphs, i, e)
-			return ckpt_run_fail(r, -EOPNOTSUPP, "the session holds CUDA graphs, which "
-					     "checkpoints do not carry yet");
-		obj_for_each(&w->graph_execs, i, e)
-			return ckpt_run_fail(r, -EOPNOTSUPP, "the session holds CUDA graphs, which "
-					     "checkpoints do not carry yet");
-	}
 	/* A green context holds SMs of its own: a restore would need the
 	 * descriptor, its streams and its objects made in it again. */
 	obj_for_each(&w->greens, i, e)
@@ -340,6 +332,8 @@ int ckpt_run_collect(struct ckpt_run *r)
 		ret = ckpt_write_pools(r);
 	if (!ret)
 		ret = ckpt_write_arrays(r);
+	if (!ret)
+		ret = ckpt_write_graphs(r);
 	if (!ret)
 		ret = ckpt_write_calls(r);	/* last: they name everything else */
 	free(r->alloc);

@@ -328,3 +328,26 @@ int ckpt_write_calls(struct ckpt_run *r)
 	free(blob);
 	return ret;
 }
+
+/* Graphs and their instances (daemon/worker/graph/graph_ckpt.c). */
+int ckpt_write_graphs(struct ckpt_run *r)
+{
+	struct vgpu_ckpt_graph *g = NULL;
+	struct vgpu_ckpt_graph_exec *x = NULL;
+	uint8_t *gb = NULL, *xb = NULL;
+	size_t ng = 0, nx = 0, gl = 0, xl = 0;
+	char why[sizeof(r->a->message)];
+	int ret = graph_ckpt_save(r->w, &g, &ng, &gb, &gl, &x, &nx, &xb, &xl, why, sizeof(why));
+
+	if (ret)
+		return ckpt_run_fail(r, ret, "%s", why);
+	if (ng)
+		ret = ckpt_run_table(r, VGPU_CKPT_SEC_GRAPHS, 0, g, ng, sizeof(*g), gb, gl);
+	if (!ret && nx)
+		ret = ckpt_run_table(r, VGPU_CKPT_SEC_GRAPH_EXECS, 0, x, nx, sizeof(*x), xb, xl);
+	free(g);
+	free(x);
+	free(gb);
+	free(xb);
+	return ret;
+}

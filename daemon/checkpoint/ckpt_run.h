@@ -5,7 +5,7 @@
  * sections each file writes, in file order (ckpt_run_collect).
  *   ckpt_collect.c   the run, allocations and their digests, the order of it all
  *   ckpt_objects.c   modules, functions, globals, streams, events, contexts, pools,
- *                    the generated calls to run again
+ *                    the generated calls to run again, graphs and their instances
  */
 #ifndef VGPU_CKPT_RUN_H
 #define VGPU_CKPT_RUN_H
@@ -53,5 +53,6 @@ int ckpt_write_streams_events(struct ckpt_run *r);
 int ckpt_write_contexts(struct ckpt_run *r);
 int ckpt_write_pools(struct ckpt_run *r);
 int ckpt_write_calls(struct ckpt_run *r);
+int ckpt_write_graphs(struct ckpt_run *r);
 
 #endif

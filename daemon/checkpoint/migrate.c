@@ -789,6 +789,28 @@ static int pools(struct rebuild *b)
 	return ret;
 }
 
+/* Graphs and their instances, after everything their nodes name. */
+static int graphs(struct rebuild *b)
+{
+	struct vgpu_ckpt_graph *g = NULL;
+	struct vgpu_ckpt_graph_exec *x = NULL;
+	size_t ng = 0, nx = 0, goff = 0, xoff = 0, glen = 0, xlen = 0;
+	int ret = 0;
+
+	if (vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_GRAPHS, 0) >= 0)
+		ret = read_table(b, VGPU_CKPT_SEC_GRAPHS, 0, sizeof(*g), (void **)&g, &ng, &goff,
+				 &glen);
+	if (!ret && vgpu_ckpt_find(b->r, VGPU_CKPT_SEC_GRAPH_EXECS, 0) >= 0)
+		ret = read_table(b, VGPU_CKPT_SEC_GRAPH_EXECS, 0, sizeof(*x), (void **)&x, &nx,
+				 &xoff, &xlen);
+	if (!ret && (ng || nx))
+		ret = graph_ckpt_load(b->w, g, ng, (const uint8_t *)g + goff, glen, x, nx,
+				      (const uint8_t *)x + xoff, xlen, b->why, b->why_len);
+	free(g);
+	free(x);
+	return ret;
+}
+
 static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
 {
 	const struct vgpu_welcome *wl = &st->wl;
@@ -899,6 +921,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		ret = pools(&b);
 	if (!ret)
 		ret = worker_array_restore(w, b.r, b.why, b.why_len);
+	if (!ret)
+		ret = graphs(&b);
 	if (!ret)
 		ret = calls(&b);
 	if (b.bounce) {

@@ -96,7 +96,8 @@ struct worker {
 	char comm[16];			/* the client's command */
 	uint32_t client_pid, client_uid;	/* as SO_PEERCRED saw them */
 	bool moved;			/* the session went to another worker */
-	uint32_t cb_posted;		/* host callbacks asked for (main thread) */
+	uint32_t cb_posted;		/* host callbacks asked for (atomic: graph host
+					 * nodes ask from the driver's threads) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
@@ -170,9 +171,52 @@ CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgrap
 CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
 CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
 extern const struct op_desc exec_graph_query_ops[];
+extern const struct op_desc exec_graph_dot_ops[];	/* graph_dot.c */
 /* exec_graph_query.c: graphs the session knows that a child graph node
  * owns go with that node (0: any node) or with graph @parent. */
 void graph_embedded_forget(struct worker *w, uint32_t parent, uint32_t node);
+/* exec_graph_query.c, for graph_ckpt.c: a restored child graph node's graph
+ * known again under @id (0, or -1: taken, out of range, out of memory). */
+int graph_embedded_bind(struct worker *w, uint32_t id, CUgraph child, uint32_t parent,
+			uint32_t node, uint64_t ctx);
+/* graph_ckpt.c: the session's graphs and instances into checkpoint records
+ * and bodies (0, or -errno and why), and made again from them. */
+struct vgpu_ckpt_graph;
+struct vgpu_ckpt_graph_exec;
+int graph_ckpt_save(struct worker *w, struct vgpu_ckpt_graph **g, size_t *ng, uint8_t **gblob,
+		    size_t *glen, struct vgpu_ckpt_graph_exec **x, size_t *nx, uint8_t **xblob,
+		    size_t *xlen, char *why, size_t why_len);
+int graph_ckpt_load(struct worker *w, const struct vgpu_ckpt_graph *g, size_t ng,
+		    const uint8_t *gblob, size_t glen, const struct vgpu_ckpt_graph_exec *x,
+		    size_t nx, const uint8_t *xblob, size_t xlen, char *why, size_t why_len);
+/* exec_graph_node.c, for graph_snap.c and graph_ckpt.c: a restored node
+ * under its id (0, or -1: the id is taken or out of range); a kernel node's
+ * parameters as the wire carries them (struct vgpu_kernel_node and the
+ * block), and back; a struct vgpu_node_params checked into the driver's. */
+int graph_node_bind(uint32_t id, CUgraphNode n, uint32_t graph);
+uint32_t graph_node_next(void);			/* the next id issued */
+void graph_node_next_at_least(uint32_t id);
+CUresult graph_kernel_read(struct worker *w, CUgraphNode node, uint8_t *out, uint32_t *len);
+CUresult graph_kernel_params(struct worker *w, const void *buf, uint32_t len, void **ptrs,
+			     CUDA_KERNEL_NODE_PARAMS *p, uint32_t *used);
+CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, uint32_t graph,
+			   CUgraphNodeParams *p);
+/* graph_host.c: a host node's parameters for the client's callback @cookie
+ * (a trampoline that runs it in the client); the cookie of host node @n (0:
+ * not one of ours). */
+CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p);
+uint64_t graph_host_cookie(struct worker *w, CUgraphNode n);
+/* graph_snap.c: what each instance was made from, kept for checkpoints:
+ * taken when it is made (@e its entry, flags as instantiated), followed
+ * through its setters and updates, and through its graph's nodes and the
+ * graph going away; dropped with it. */
+void graph_snap_take(struct worker *w, struct obj_entry *e, uint32_t graph, uint64_t flags);
+void graph_snap_set(struct worker *w, struct obj_entry *exec, uint32_t node,
+		    const CUgraphNodeParams *p);
+void graph_snap_update(struct worker *w, struct obj_entry *exec, CUgraph from);
+void graph_snap_node_gone(struct worker *w, uint32_t graph, uint32_t node, CUgraphNode n);
+void graph_snap_graph_gone(struct worker *w, uint32_t graph);
+void graph_snap_drop(struct worker *w, struct obj_entry *exec);
 extern const struct op_desc exec_streamops_ops[];
 extern const struct op_desc exec_pool_ops[];
 /* exec_gen.c: the generated calls (include/vgpu/calls.def). */

@@ -127,7 +127,8 @@ enum {
 
 	/* Later types come in blocks: 20..24 the client's virtual memory, 25..29
 	 * memory pools, 30..31 streams' attributes, 32..33 generated calls, 40..44
-	 * CUDA arrays and texture objects. A type in a gap is unknown. */
+	 * CUDA arrays and texture objects, 50..54 graphs. A type in a gap is
+	 * unknown. */
 	VGPU_CKPT_SEC_VMM_RESV = 20,	/* struct vgpu_ckpt_va records: reservations */
 	VGPU_CKPT_SEC_VMM_ALLOCS,	/* struct vgpu_ckpt_vmm_alloc records */
 	VGPU_CKPT_SEC_VMM_MAPS,		/* struct vgpu_ckpt_vmm_map records */
@@ -141,6 +142,8 @@ enum {
 	VGPU_CKPT_SEC_ARRAYS = 40,	/* struct vgpu_ckpt_array records (ckpt_array.h) */
 	VGPU_CKPT_SEC_ARRAY_DATA,	/* an array's bytes; id = array id << 32 | level */
 	VGPU_CKPT_SEC_TEXOBJS,		/* struct vgpu_ckpt_texobj records (ckpt_array.h) */
+	VGPU_CKPT_SEC_GRAPHS = 50,	/* struct vgpu_ckpt_graph records, then their bodies */
+	VGPU_CKPT_SEC_GRAPH_EXECS,	/* struct vgpu_ckpt_graph_exec records, then bodies */
 	VGPU_CKPT_SEC_NR		/* first type not known to this version */
 };
 
@@ -216,6 +219,58 @@ struct vgpu_ckpt_function {
  * whose effect a restore makes again by running it again, in file order:
  * the ring entry as the worker took it. Its payload is len bytes at blob +
  * off. A restore runs only generated opcodes that are recorded so. */
+/*
+ * GRAPHS: one record a graph the session made (a graph a child graph node
+ * owns travels in its node). GRAPH_EXECS: one an instance, its body the
+ * graph it was made from as the instance holds it now (parameters set and
+ * updated since, nodes disabled). A body: struct vgpu_ckpt_graph_body, then
+ * each node (struct vgpu_ckpt_graph_node and its len bytes, padded to 8),
+ * then the edges (struct vgpu_ckpt_graph_edge). A node's bytes: a kernel's,
+ * struct vgpu_kernel_node and its parameter block (include/vgpu/proto.h),
+ * then, if any is set, its launch attributes (u32 count, u32 0, then each:
+ * u32 CUlaunchAttributeID, u32 0, the 64-byte CUlaunchAttributeValue);
+ * any other's, struct vgpu_node_params, and for a child graph node the body
+ * of its graph after it (its id in the struct's id: the client's id of that
+ * graph, 0: none).
+ */
+struct vgpu_ckpt_graph {
+	uint32_t id;		/* the client's */
+	uint32_t ctx;		/* its context's id */
+	uint64_t off, len;	/* its body in the blob */
+	uint32_t next_node;	/* the next node id the worker issues */
+	uint32_t reserved;	/* 0 */
+};
+
+struct vgpu_ckpt_graph_exec {
+	uint32_t id;		/* the client's */
+	uint32_t ctx;
+	uint64_t flags;		/* as instantiated */
+	uint32_t graph;		/* the graph it was made from, unchanged in shape
+				 * since (its node ids name the body's nodes); 0:
+				 * destroyed since */
+	uint32_t reserved;	/* 0 */
+	uint64_t off, len;	/* its body in the blob */
+};
+
+struct vgpu_ckpt_graph_body {
+	uint32_t nodes, edges;
+};
+
+#define VGPU_CKPT_GNODE_OFF	(1u << 0)	/* disabled in the instance */
+#define VGPU_CKPT_GNODE_KNOWN	(1u << 1)	/* ... for good: its graph's node is gone */
+
+struct vgpu_ckpt_graph_node {
+	uint32_t id;		/* the client's node id (an instance's: its graph's node) */
+	uint32_t type;		/* CUgraphNodeType */
+	uint32_t len;		/* the bytes that follow (before padding) */
+	uint32_t flags;		/* VGPU_CKPT_GNODE_* */
+};
+
+struct vgpu_ckpt_graph_edge {
+	uint32_t from, to;	/* node indexes in the body */
+	uint8_t data[8];	/* CUgraphEdgeData */
+};
+
 struct vgpu_ckpt_call {
 	uint32_t opcode;
 	uint32_t ctx;		/* sqe.ctx */
@@ -393,6 +448,10 @@ _Static_assert(sizeof(struct vgpu_ckpt_stream) == 32, "stream record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_event) == 24, "event record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_stream_attr) == 80, "stream attribute record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_setting) == 16, "setting record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_graph) == 32, "graph record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_graph_exec) == 40, "graph instance record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_graph_node) == 16, "graph node record layout");
+_Static_assert(sizeof(struct vgpu_ckpt_graph_edge) == 16, "graph edge record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_handle) == 24, "handle record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_va) == 32, "va record layout");
 _Static_assert(sizeof(struct vgpu_ckpt_digest) == 40, "digest record layout");

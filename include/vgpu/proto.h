@@ -541,7 +541,8 @@ enum vgpu_op {
 					 * CUgraphEdgeData[arg1] if arg2 */
 	VGPU_OP_GRAPH_NODE_OBJECT,	/* arg0 node id, arg1 a new graph id, taken for a
 					 * child graph the session does not know yet;
-					 * R: val0 the child graph's or event's id, val1 1:
+					 * R: val0 the child graph's or event's id (a
+					 * host node: its callback's cookie), val1 1:
 					 * arg1 was taken (the graph is the node's) */
 	VGPU_OP_GRAPH_CLONE,		/* arg0 graph id, arg1 the clone's new id */
 	VGPU_OP_GRAPH_NODE_IN_CLONE,	/* arg0 node id, arg1 clone's graph id; R: val0
@@ -616,6 +617,12 @@ enum vgpu_op {
 					 * address, arg2 bytes (whole pages), arg3
 					 * CU_MEMHOSTREGISTER_* flags; R: val0 device pointer */
 	VGPU_OP_HOSTREG_UNMAP,		/* arg0 address */
+
+	/* Graphs, the rest (graphs, runtime/graph/, daemon/worker/graph/). */
+	VGPU_OP_GRAPH_DOT = 0x1D0,	/* arg0 graph id, arg1 CUgraphDebugDot_flags, arg2
+					 * offset in the text (0: made anew); R: val0 the
+					 * text's bytes, the slot those from arg2 on (val2) */
+
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,
@@ -774,7 +781,8 @@ struct vgpu_kernel_node {
 struct vgpu_node_params {
 	uint32_t type;			/* CUgraphNodeType */
 	uint32_t id;			/* GRAPH: child graph id; EVENT_*: event id */
-	uint64_t dst, src;		/* MEMCPY: addresses; MEMSET: dst */
+	uint64_t dst, src;		/* MEMCPY: addresses; MEMSET: dst;
+					 * HOST: src the callback's cookie */
 	uint64_t dst_pitch, src_pitch;	/* bytes from one row to the next */
 	uint64_t width;			/* MEMCPY: bytes a row; MEMSET: elements a row */
 	uint64_t height, depth;		/* rows (a layer), layers (MEMCPY) */

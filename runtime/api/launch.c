@@ -345,12 +345,13 @@ static CUresult host_func(CUstream h, bool ptds, void (*fn)(void *), void *data)
 
 	if (rc)
 		return rc;
-	cookie = vgpu_callback_cookie(fn, data);
+	cookie = vgpu_graph_capturing() ? vgpu_callback_keep(fn, data)
+					: vgpu_callback_cookie(fn, data);
 	if (!cookie)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rc = vgpu_post5(VGPU_OP_HOST_FUNC, ctx->id, sid, cookie, 0, 0, 0, 0);
 	if (rc)
-		vgpu_callback_cancel(cookie);
+		vgpu_callback_cancel(cookie);	/* a kept one stays */
 	return rc;
 }
 

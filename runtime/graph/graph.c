@@ -242,6 +242,11 @@ CUresult vgpu_hand_cuStreamGetCaptureInfo(bool ptds, CUstream h, CUstreamCapture
 	return CUDA_SUCCESS;
 }
 
+bool vgpu_graph_capturing(void)
+{
+	return __atomic_load_n(&captures, __ATOMIC_ACQUIRE) != 0;
+}
+
 CUresult vgpu_hand_cuStreamIsCapturing(bool ptds, CUstream hStream,
 				       CUstreamCaptureStatus *captureStatus)
 {

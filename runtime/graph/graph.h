@@ -16,6 +16,11 @@ VGPU_HIDDEN CUresult vgpu_graph_exec_lookup(CUgraphExec h, struct vgpu_ctx **ctx
  * be of the node's context @ctx. */
 VGPU_HIDDEN CUresult vgpu_graph_exec_in(CUgraphExec h, const struct vgpu_ctx *ctx, uint32_t *id);
 
+/* graph.c: whether a stream capture is in progress anywhere in the session
+ * (cuLaunchHostFunc then gives a cookie that stays: a capture may record it
+ * as a host node, which runs at every launch). */
+VGPU_HIDDEN bool vgpu_graph_capturing(void);
+
 /* graph.c: a graph handle with a fresh id the worker does not know yet;
  * one freed with its node handles (a graph the worker forgot). */
 VGPU_HIDDEN CUresult vgpu_graph_handle_new(struct vgpu_ctx *ctx, CUgraph *out, uint32_t *id);

@@ -85,6 +85,16 @@ static CUresult event_desc(CUevent e, CUgraphNodeType type, struct vgpu_node_par
 }
 
 /* The generic parameters (not a kernel) as the worker's description. */
+/* A host node runs @fn in this process at every launch: a cookie that stays. */
+static CUresult host_desc(CUhostFn fn, void *data, struct vgpu_node_params *v)
+{
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	v->type = CU_GRAPH_NODE_TYPE_HOST;
+	v->src = vgpu_callback_keep(fn, data);
+	return v->src ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 static CUresult params_desc(const CUgraphNodeParams *p, struct vgpu_ctx *ctx,
 			    struct vgpu_node_params *v)
 {
@@ -118,6 +128,8 @@ static CUresult params_desc(const CUgraphNodeParams *p, struct vgpu_ctx *ctx,
 		if (p->graph.ownership)
 			return vgpu_unsupported("a child graph node that takes its graph");
 		return graph_desc(p->graph.graph, v, ctx);
+	case CU_GRAPH_NODE_TYPE_HOST:
+		return host_desc(p->host.fn, p->host.userData, v);
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 		return event_desc(p->eventRecord.event, CU_GRAPH_NODE_TYPE_EVENT_RECORD, v);
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
@@ -327,6 +339,61 @@ VGPU_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGrap
 	CUresult rc = vgpu_initialized();
 
 	return rc ? rc : add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &v);
+}
+
+VGPU_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	struct vgpu_node_params v = { 0 };
+	CUresult rc = vgpu_need_out(vgpu_initialized(), nodeParams);
+
+	if (!rc)
+		rc = host_desc(nodeParams->fn, nodeParams->userData, &v);
+	return rc ? rc : add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &v);
+}
+
+static CUresult set_host(CUgraphExec exec, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct vgpu_node_params v = { 0 };
+	CUresult rc = vgpu_need_out(vgpu_initialized(), p);
+
+	if (!rc)
+		rc = host_desc(p->fn, p->userData, &v);
+	return rc ? rc : set_node(exec, h, &v);
+}
+
+VGPU_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode,
+					      const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	return set_host(NULL, hNode, nodeParams);
+}
+
+VGPU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	if (!hGraphExec)
+		return CUDA_ERROR_INVALID_VALUE;
+	return set_host(hGraphExec, hNode, nodeParams);
+}
+
+/* The function and data the program gave: the worker knows the cookie. */
+VGPU_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	struct vgpu_cqe cqe = { 0 };
+	struct vgpu_ctx *ctx;
+	CUgraphNodeType type;
+	CUgraph g;
+	uint32_t id;
+	CUresult rc = vgpu_need_out(vgpu_enter_node(hNode, &g, &id, &type, &ctx), nodeParams);
+
+	if (!rc && type != CU_GRAPH_NODE_TYPE_HOST)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc)
+		rc = vgpu_call5(VGPU_OP_GRAPH_NODE_OBJECT, ctx->id, 0, id, 0, 0, 0, 0, &cqe);
+	if (!rc && !vgpu_callback_kept(cqe.val[0], &nodeParams->fn, &nodeParams->userData))
+		rc = CUDA_ERROR_UNKNOWN;	/* a cookie this process never gave */
+	return rc;
 }
 
 VGPU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,

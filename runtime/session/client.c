@@ -808,6 +808,7 @@ struct callback {
 	void (*fn)(void *);
 	void *data;
 	bool live;
+	bool keep;		/* a graph host node's: runs at every launch */
 };
 
 struct cb_run {
@@ -864,11 +865,14 @@ static void run_one(struct cb_run r)
 	struct callback c;
 
 	pthread_mutex_lock(&cb.lock);
-	c = cb.tab[r.cookie];
-	cb.tab[r.cookie].live = false;
-	cb.outstanding--;
+	c = r.cookie < cb.cap ? cb.tab[r.cookie] : (struct callback){ 0 };
+	if (c.live && !c.keep) {
+		cb.tab[r.cookie].live = false;
+		cb.outstanding--;
+	}
 	pthread_mutex_unlock(&cb.lock);
-	c.fn(c.data);
+	if (c.live)
+		c.fn(c.data);
 	/* The worker's stream waits for exactly this acknowledgement. */
 	store_release(ack, r.seq);
 	vgpu_futex_wake(ack);
@@ -919,12 +923,18 @@ static void *callback_main(void *arg)
 	return NULL;
 }
 
-uint64_t vgpu_callback_cookie(void (*fn)(void *), void *data)
+static uint64_t cookie_new(void (*fn)(void *), void *data, bool keep)
 {
 	uint64_t cookie = 0;
 	pthread_t t;
 
 	pthread_mutex_lock(&cb.lock);
+	for (uint32_t i = 1; keep && i < cb.cap; i++)	/* one cookie a function and data */
+		if (cb.tab[i].live && cb.tab[i].keep && cb.tab[i].fn == fn &&
+		    cb.tab[i].data == data) {
+			pthread_mutex_unlock(&cb.lock);
+			return i;
+		}
 	for (uint32_t i = 1; i < cb.cap; i++)
 		if (!cb.tab[i].live) {
 			cookie = i;
@@ -943,7 +953,7 @@ uint64_t vgpu_callback_cookie(void (*fn)(void *), void *data)
 		cb.tab = tab;
 		cb.cap = cap;
 	}
-	cb.tab[cookie] = (struct callback){ .fn = fn, .data = data, .live = true };
+	cb.tab[cookie] = (struct callback){ .fn = fn, .data = data, .live = true, .keep = keep };
 	cb.outstanding++;
 	if (!cb.thread) {
 		if (pthread_create(&t, NULL, callback_main, NULL)) {
@@ -960,10 +970,34 @@ uint64_t vgpu_callback_cookie(void (*fn)(void *), void *data)
 	return cookie;
 }
 
+uint64_t vgpu_callback_cookie(void (*fn)(void *), void *data)
+{
+	return cookie_new(fn, data, false);
+}
+
+uint64_t vgpu_callback_keep(void (*fn)(void *), void *data)
+{
+	return cookie_new(fn, data, true);
+}
+
+bool vgpu_callback_kept(uint64_t cookie, void (**fn)(void *), void **data)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cb.lock);
+	ok = cookie && cookie < cb.cap && cb.tab[cookie].live && cb.tab[cookie].keep;
+	if (ok) {
+		*fn = cb.tab[cookie].fn;
+		*data = cb.tab[cookie].data;
+	}
+	pthread_mutex_unlock(&cb.lock);
+	return ok;
+}
+
 void vgpu_callback_cancel(uint64_t cookie)
 {
 	pthread_mutex_lock(&cb.lock);
-	if (cookie && cookie < cb.cap && cb.tab[cookie].live) {
+	if (cookie && cookie < cb.cap && cb.tab[cookie].live && !cb.tab[cookie].keep) {
 		cb.tab[cookie].live = false;
 		cb.outstanding--;
 	}

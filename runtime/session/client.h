@@ -103,6 +103,11 @@ VGPU_HIDDEN CUresult vgpu_post5(uint16_t op, uint32_t ctx, uint32_t stream,
 VGPU_HIDDEN uint64_t vgpu_callback_cookie(void (*fn)(void *), void *data);
 /* Forget a cookie whose HOST_FUNC submission failed. */
 VGPU_HIDDEN void vgpu_callback_cancel(uint64_t cookie);
+/* A cookie that stays (a graph host node's: its callback runs at every
+ * launch, for the life of the process), one for each function and data;
+ * 0: out of memory. What a kept cookie names (false: no kept cookie). */
+VGPU_HIDDEN uint64_t vgpu_callback_keep(void (*fn)(void *), void *data);
+VGPU_HIDDEN bool vgpu_callback_kept(uint64_t cookie, void (**fn)(void *), void **data);
 
 /* Where the daemon's device memory and the shared pinned pool live. */
 static inline bool vgpu_is_pool(const struct vgpu_session *s, uint64_t p, uint64_t len)

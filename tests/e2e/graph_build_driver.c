@@ -8,8 +8,8 @@
  * cuGraphExecUpdate), each launch's results checked; a node destroyed; a
  * capture recorded into a graph the program made (cuStreamBeginCaptureToGraph);
  * bad parameters refused. Argument checks hold on any backend; the rest runs
- * where the backend has graphs (the GPU; the host backend says
- * CUDA_ERROR_NOT_SUPPORTED).
+ * where the backend has graphs (the GPU, and the host backend, which says
+ * CUDA_ERROR_NOT_SUPPORTED to captures: that part is left out there).
  *
  * One line per check on stdout, nothing that depends on addresses or the
  * backend; exit 0 pass, 1 fail.
@@ -290,6 +290,10 @@ int main(void)
 	if (!rc)
 		rc = cuStreamBeginCaptureToGraph(s, g2, list, NULL, 1,
 						 CU_STREAM_CAPTURE_MODE_GLOBAL);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {	/* the host backend builds graphs, captures none */
+		fprintf(stderr, "graph_build_driver: this backend has no stream capture\n");
+		goto no_capture;
+	}
 	expect(!rc, "a capture begins into a built graph", rc);
 	args[0] = &d, args[1] = &v2;
 	if (!rc)
@@ -310,6 +314,7 @@ int main(void)
 	if (!rc)
 		rc = run(ge2);
 	expect(!rc && word(d, &rc) == v2 && all(c, 1, &rc), "its instance runs all three", rc);
+no_capture:
 
 	/* Two kernels joined by a programmatic edge (XLA's edges carry data). */
 	{

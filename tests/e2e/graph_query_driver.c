@@ -6,8 +6,8 @@
  * each time), a clone and its nodes (run), kernel node attributes set,
  * read and copied, copy node parameters read back, and a capture into a
  * graph whose dependencies are replaced. Argument checks hold on any
- * backend; the rest runs where the backend has graphs (the GPU; the host
- * backend says CUDA_ERROR_NOT_SUPPORTED).
+ * backend; the rest runs where the backend has graphs (the GPU, and the
+ * host backend, which captures nothing: the capture is left out there).
  *
  * One line per check on stdout, nothing that depends on addresses or the
  * backend; exit 0 pass, 1 fail.
@@ -304,6 +304,11 @@ static void capture(CUdeviceptr d)
 		rc = cuGraphAddEmptyNode(&q, g, NULL, 0);
 	if (!rc)
 		rc = cuStreamBeginCaptureToGraph(s, g, &p, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {	/* the host backend builds graphs, captures none */
+		fprintf(stderr, "graph_query_driver: this backend has no stream capture\n");
+		cuGraphDestroy(g);
+		return;
+	}
 	expect(!rc, "a capture into a graph begins after one node", rc);
 	rc = cuStreamUpdateCaptureDependencies(s, &q, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 	expect(!rc, "its dependencies are replaced by the other node", rc);

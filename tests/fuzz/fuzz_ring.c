@@ -21,7 +21,10 @@
  * Input: a sequence of entries; or, after a first byte 0xCA, a checkpoint's
  * generated-calls section (a record count byte, struct vgpu_ckpt_call
  * records, then their payload bytes) that a restore runs again into the
- * session (daemon/checkpoint/ckpt_calls.c).
+ * session (daemon/checkpoint/ckpt_calls.c); or, after 0xCB, a checkpoint's
+ * graph sections (a count byte and struct vgpu_ckpt_graph records, a count
+ * byte and struct vgpu_ckpt_graph_exec records, then the bodies both name)
+ * made again into the session (daemon/worker/graph/graph_ckpt.c).
  *
  * Entries: Per entry, an opcode byte (an index into
  * the opcodes the dispatcher knows, or a raw one), a flags byte (tag,
@@ -45,6 +48,7 @@
 #include "barrier.h"
 #include "ckpt_calls.h"
 #include "ipc.h"
+#include "vgpu/ckpt.h"
 #include "log.h"
 #include "ring.h"
 #include "worker.h"
@@ -319,10 +323,14 @@ static void close_session(void)
 		usleep(100);
 	W.B.cuCtxSetCurrent(W.primary[0]);
 	worker_array_destroy(&W);	/* before the contexts that hold them */
-	obj_for_each(&W.graph_execs, i, e)
+	obj_for_each(&W.graph_execs, i, e) {
+		graph_snap_drop(&W, e);	/* the copy of its graph it keeps */
 		W.B.cuGraphExecDestroy(e->obj);
-	obj_for_each(&W.graphs, i, e)
+	}
+	obj_for_each(&W.graphs, i, e) {
+		graph_nodes_forget(i);	/* node ids are the worker process's */
 		W.B.cuGraphDestroy(e->obj);
+	}
 	obj_for_each(&W.events, i, e)
 		W.B.cuEventDestroy_v2(e->obj);
 	obj_for_each(&W.streams, i, e)
@@ -586,6 +594,38 @@ static void replay(const uint8_t *data, size_t size)
 	free(c);
 }
 
+/* Graph sections as a checkpoint file would hold them, made again. */
+static void graphs_again(const uint8_t *data, size_t size)
+{
+	struct vgpu_ckpt_graph *g;
+	struct vgpu_ckpt_graph_exec *x;
+	size_t ng = size ? data[0] : 0, nx;
+	char why[160];
+
+	if (size)
+		data++, size--;
+	if (ng > size / sizeof(*g))
+		ng = size / sizeof(*g);
+	g = malloc(ng * sizeof(*g) + 1);	/* aligned, as the reader hands them over */
+	if (!g)
+		abort();
+	memcpy(g, data, ng * sizeof(*g));
+	data += ng * sizeof(*g), size -= ng * sizeof(*g);
+	nx = size ? data[0] : 0;
+	if (size)
+		data++, size--;
+	if (nx > size / sizeof(*x))
+		nx = size / sizeof(*x);
+	x = malloc(nx * sizeof(*x) + 1);
+	if (!x)
+		abort();
+	memcpy(x, data, nx * sizeof(*x));
+	data += nx * sizeof(*x), size -= nx * sizeof(*x);
+	graph_ckpt_load(&W, g, ng, data, size, x, nx, data, size, why, sizeof(why));
+	free(g);
+	free(x);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ready;
@@ -601,6 +641,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(&retain);	/* as the runtime's first call does */
 	if (size && data[0] == 0xCA)
 		replay(data + 1, size - 1);
+	else if (size && data[0] == 0xCB)
+		graphs_again(data + 1, size - 1);
 	else
 		while (in.n)
 			one_entry(&in);

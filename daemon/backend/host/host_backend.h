@@ -198,4 +198,56 @@ void host_image_free(struct host_image *img);
 /* A new stream's (or context's NULL stream's) attributes, as the driver's. */
 void host_stream_attrs_init(struct host_stream_attrs *a);
 
+
+/* host_graph.c: graphs, their nodes and instances (host_graph_exec.c).
+ * graph_lock guards them all; it is taken before host.lock. */
+#define HG_NATTR 32	/* kernel node attributes kept: ids below */
+
+struct hg_graph;
+
+struct hg_dep {
+	struct hg_node *from;
+	CUgraphEdgeData data;
+};
+
+struct hg_node {
+	struct hg_graph *g;
+	uint64_t serial, orig;		/* its own; (a copy's) the node it copies */
+	CUgraphNodeType type;
+	CUgraphNodeParams p;		/* kernel: kernelParams point at args */
+	void **args;			/* kernel: one pointer a parameter, into block */
+	uint8_t *block;
+	struct hg_graph *child;		/* GRAPH: the node's own copy */
+	struct hg_dep *in;
+	size_t nin, capin;
+	int enabled;			/* an instance's: 0 skips it */
+	CUkernelNodeAttrValue attr[HG_NATTR];	/* kernel: by CUkernelNodeAttrID */
+};
+
+struct hg_graph {
+	struct hg_node **nodes;		/* in the order they were added */
+	size_t n, cap;
+	struct hg_node *owner;		/* a child graph node's graph: its node */
+};
+
+struct hg_exec {
+	struct hg_graph *g;		/* the copy, nodes in a runnable order */
+	uint64_t flags;
+};
+
+extern pthread_mutex_t graph_lock;
+extern struct host_set graphs, nodes, execs;	/* live handles */
+extern const CUgraphEdgeData plain_edge;
+/* Under graph_lock: */
+struct hg_node *node_get(CUgraphNode h);	/* a live node, or NULL */
+int dep_index(const struct hg_node *to, const struct hg_node *from, const CUgraphEdgeData *d);
+/* A copy of a graph (an instance's: its nodes enabled); NULL: no memory. */
+struct hg_graph *graph_copy(const struct hg_graph *src, int instance);
+void graph_free(struct hg_graph *g);
+/* A node's own copy of parameters made (it holds none yet), dropped (a child
+ * graph's handle with it), or replaced (left as it was on failure). */
+CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p);
+void params_clear(struct hg_node *n);
+CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p);
+
 #endif

@@ -132,28 +132,39 @@ static void CUDA_CB host_func_trampoline(void *arg)
 
 static enum op_status op_host_func(struct worker *w, struct op_call *call)
 {
-	struct host_func_job *j = malloc(sizeof(*j));
+	struct host_func_job *j;
 	unsigned int us = 100;
 	CUresult rc;
 	CUstream st = worker_stream(w, call->sqe, &rc);
 
+	/* Recorded as a host node, which runs at every launch: a graph host
+	 * node's job, which stays (graph_host.c; the runtime keeps the cookie). */
+	if (!rc && worker_capturing(w, st)) {
+		CUDA_HOST_NODE_PARAMS_v2 hp;
+
+		rc = graph_host_params(w, call->sqe->arg[0], &hp);
+		call->cqe->result = rc ? rc : w->B.cuLaunchHostFunc(st, hp.fn, hp.userData);
+		return OP_DONE;
+	}
+	j = malloc(sizeof(*j));
 	if (!j || rc) {
 		free(j);
 		call->cqe->result = rc ? rc : CUDA_ERROR_OUT_OF_MEMORY;
 		return OP_DONE;
 	}
 	/* Each callback in flight owns an acknowledgement slot. */
-	while (w->cb_posted - load_acquire(&w->cb_finished) >= VGPU_CB_SLOTS - 1) {
+	while (__atomic_load_n(&w->cb_posted, __ATOMIC_ACQUIRE) - load_acquire(&w->cb_finished) >=
+	       VGPU_CB_SLOTS - 1) {
 		if (!worker_wait_client(w, false, us, "in host callbacks"))
 			break;
 		us = us < 5000 ? 2 * us : 10000;
 	}
 	j->w = w;
 	j->cookie = call->sqe->arg[0];
-	j->seq = ++w->cb_posted;
+	j->seq = __atomic_add_fetch(&w->cb_posted, 1, __ATOMIC_ACQ_REL);
 	rc = w->B.cuLaunchHostFunc(st, host_func_trampoline, j);
 	if (rc) {
-		w->cb_posted--;
+		__atomic_sub_fetch(&w->cb_posted, 1, __ATOMIC_ACQ_REL);
 		free(j);
 	}
 	call->cqe->result = rc;

@@ -108,8 +108,12 @@ static enum op_status op_instantiate(struct worker *w, struct op_call *call)
 		w->B.cuGraphExecDestroy(ge);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	if (!rc)
+	if (!rc) {
 		pools_graph_instantiated(w, (uint32_t)s->arg[0], (uint32_t)s->arg[1]);
+		/* What a checkpoint needs to make it again. */
+		graph_snap_take(w, obj_get(&w->graph_execs, s->arg[1]), (uint32_t)s->arg[0],
+				s->arg[2]);
+	}
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -142,6 +146,10 @@ static enum op_status op_destroy(struct worker *w, struct op_call *call)
 		call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
 		return OP_DONE;
 	}
+	if (exec)
+		graph_snap_drop(w, e);
+	else if (!e->data)	/* its instances keep what they know of it */
+		graph_snap_graph_gone(w, (uint32_t)call->sqe->arg[0]);
 	/* A graph a child graph node owns (data set) goes with its node. */
 	call->cqe->result = exec ? w->B.cuGraphExecDestroy(e->obj)
 			  : e->data ? CUDA_SUCCESS : w->B.cuGraphDestroy(e->obj);

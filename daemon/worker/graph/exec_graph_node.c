@@ -45,6 +45,29 @@ uint32_t graph_node_id(CUgraphNode n, uint32_t graph)
 	return next_node++;
 }
 
+/* A restored node under the id the client knows it by. */
+int graph_node_bind(uint32_t id, CUgraphNode n, uint32_t graph)
+{
+	if (!nodes.kind)
+		obj_table_init(&nodes, "graph node");
+	if (!id || id >= OBJ_MAX_ID || obj_get(&nodes, id) || obj_insert(&nodes, id, n, graph, NULL))
+		return -1;
+	if (id >= next_node)
+		next_node = id + 1;
+	return 0;
+}
+
+uint32_t graph_node_next(void)
+{
+	return next_node;
+}
+
+void graph_node_next_at_least(uint32_t id)
+{
+	if (id < OBJ_MAX_ID && id > next_node)
+		next_node = id;
+}
+
 static enum op_status op_nodes(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *s = call->sqe;
@@ -151,18 +174,17 @@ static uint32_t pack(const CUDA_KERNEL_NODE_PARAMS *p, const struct vgpu_param_i
 	return end;
 }
 
-static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
+/* Kernel node @node as a struct vgpu_kernel_node and its parameter block at
+ * @out (room for VGPU_MAX_PARAM_BYTES after the struct); *len their bytes. */
+CUresult graph_kernel_read(struct worker *w, CUgraphNode node, uint8_t *out, uint32_t *len)
 {
 	static struct vgpu_param_info info[VGPU_MAX_KERNEL_PARAMS];
-	struct vgpu_kernel_node *k = (struct vgpu_kernel_node *)call->reply;
+	struct vgpu_kernel_node *k = (struct vgpu_kernel_node *)out;
 	CUDA_KERNEL_NODE_PARAMS p = { 0 };
 	CUfunction f = NULL;
-	CUgraphNode node;
 	uint32_t n = 0;
-	CUresult rc = kernel_node(w, call->sqe->arg[0], &node);
+	CUresult rc = w->B.cuGraphKernelNodeGetParams_v2(node, &p);
 
-	if (!rc)
-		rc = w->B.cuGraphKernelNodeGetParams_v2(node, &p);
 	if (!rc) {
 		f = p.func ? p.func : (CUfunction)p.kern;
 		memset(k, 0, sizeof(*k));
@@ -180,9 +202,22 @@ static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
 		k->grid[0] = p.gridDimX, k->grid[1] = p.gridDimY, k->grid[2] = p.gridDimZ;
 		k->block[0] = p.blockDimX, k->block[1] = p.blockDimY, k->block[2] = p.blockDimZ;
 		k->shared_bytes = p.sharedMemBytes;
-		k->param_bytes = pack(&p, info, n, call->reply + sizeof(*k));
-		call->cqe->val[2] = sizeof(*k) + k->param_bytes;
+		k->param_bytes = pack(&p, info, n, out + sizeof(*k));
+		*len = sizeof(*k) + k->param_bytes;
 	}
+	return rc;
+}
+
+static enum op_status op_kernel_get(struct worker *w, struct op_call *call)
+{
+	CUgraphNode node;
+	uint32_t len = 0;
+	CUresult rc = kernel_node(w, call->sqe->arg[0], &node);
+
+	if (!rc)
+		rc = graph_kernel_read(w, node, call->reply, &len);
+	if (!rc)
+		call->cqe->val[2] = len;
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -229,6 +264,14 @@ static CUresult kernel_params(struct worker *w, const struct op_call *call, void
 	return CUDA_SUCCESS;
 }
 
+CUresult graph_kernel_params(struct worker *w, const void *buf, uint32_t len, void **ptrs,
+			     CUDA_KERNEL_NODE_PARAMS *p, uint32_t *used)
+{
+	const struct op_call call = { .payload = buf, .len = len };
+
+	return kernel_params(w, &call, ptrs, p, used);
+}
+
 static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
 {
 	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
@@ -248,6 +291,12 @@ static enum op_status op_kernel_set(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = exec ? w->B.cuGraphExecKernelNodeSetParams_v2(exec->obj, node, &p)
 			  : w->B.cuGraphKernelNodeSetParams_v2(node, &p);
+	if (!rc && exec) {	/* the instance's record follows */
+		CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_KERNEL };
+
+		memcpy(&np.kernel, &p, sizeof(p));
+		graph_snap_set(w, exec, (uint32_t)s->arg[0], &np);
+	}
 	call->cqe->result = rc;
 	return OP_DONE;
 }
@@ -396,8 +445,8 @@ static bool span_ok(struct worker *w, uint64_t p, uint64_t pitch, uint64_t rows,
  * Fields the node's type does not use must be 0. @graph: the graph the node
  * is (to be) in, which a child graph cannot be.
  */
-static CUresult node_params(struct worker *w, const struct vgpu_node_params *v, uint32_t graph,
-			    CUgraphNodeParams *p)
+CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, uint32_t graph,
+			   CUgraphNodeParams *p)
 {
 	struct vgpu_node_params used = { .type = v->type };
 	struct obj_entry *e;
@@ -440,6 +489,11 @@ static CUresult node_params(struct worker *w, const struct vgpu_node_params *v, 
 		break;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		break;
+	case CU_GRAPH_NODE_TYPE_HOST:	/* src: the client's callback cookie */
+		used.src = v->src;
+		if ((rc = graph_host_params(w, v->src, &p->host)))
+			return rc;
+		break;
 	case CU_GRAPH_NODE_TYPE_GRAPH:
 		used.id = v->id;
 		e = obj_get(&w->graphs, v->id);
@@ -481,7 +535,7 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&v, call->payload, sizeof(v));
-		rc = node_params(w, &v, (uint32_t)s->arg[0], &p);
+		rc = graph_node_params(w, &v, (uint32_t)s->arg[0], &p);
 	}
 	if (!rc)
 		rc = graph_node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
@@ -535,10 +589,12 @@ static enum op_status op_node_set(struct worker *w, struct op_call *call)
 	if (!rc && ((uint32_t)t != v.type || t == CU_GRAPH_NODE_TYPE_KERNEL))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = node_params(w, &v, graph, &p);
+		rc = graph_node_params(w, &v, graph, &p);
 	if (!rc)
 		rc = exec ? w->B.cuGraphExecNodeSetParams(exec->obj, node, &p)
 			  : w->B.cuGraphNodeSetParams(node, &p);
+	if (!rc && exec)
+		graph_snap_set(w, exec, (uint32_t)s->arg[0], &p);
 	/* A child graph node given a new graph may hold another copy now. */
 	if (!rc && !exec && t == CU_GRAPH_NODE_TYPE_GRAPH)
 		graph_embedded_forget(w, graph, (uint32_t)s->arg[0]);
@@ -552,6 +608,8 @@ static enum op_status op_destroy_node(struct worker *w, struct op_call *call)
 	uint32_t graph;
 	CUresult rc = graph_live_node(w, call->sqe->arg[0], &node, &graph);
 
+	if (!rc)	/* instances of its graph keep what they know of it */
+		graph_snap_node_gone(w, graph, (uint32_t)call->sqe->arg[0], node);
 	if (!rc)
 		rc = w->B.cuGraphDestroyNode(node);
 	if (!rc) {
@@ -609,6 +667,8 @@ static enum op_status op_exec_update(struct worker *w, struct op_call *call)
 
 	if (!rc)
 		rc = w->B.cuGraphExecUpdate_v2(exec->obj, g->obj, &info);
+	if (!rc)
+		graph_snap_update(w, exec, g->obj);
 	if (exec && g) {
 		call->cqe->val[0] = info.result;
 		call->cqe->val[1] = node_word(w, info.errorNode, (uint32_t)s->arg[1]);

@@ -40,6 +40,19 @@ void graph_embedded_forget(struct worker *w, uint32_t parent, uint32_t node)
 	}
 }
 
+int graph_embedded_bind(struct worker *w, uint32_t id, CUgraph child, uint32_t parent,
+			uint32_t node, uint64_t ctx)
+{
+	struct embedded *em = malloc(sizeof(*em));
+
+	if (!em || !id || id >= OBJ_MAX_ID || obj_get(&w->graphs, id)) {
+		free(em);
+		return -1;
+	}
+	*em = (struct embedded){ .parent = parent, .node = node };
+	return obj_insert(&w->graphs, id, child, ctx, em) ? -1 : 0;
+}
+
 /* ---- edges ---------------------------------------------------------------- */
 
 static CUgraphNode from_buf[VGPU_MAX_GRAPH_EDGES], to_buf[VGPU_MAX_GRAPH_EDGES];
@@ -212,6 +225,9 @@ static enum op_status op_node_object(struct worker *w, struct op_call *call)
 		rc = w->B.cuGraphEventRecordNodeGetEvent(node, &ev);
 	else if (!rc && t == CU_GRAPH_NODE_TYPE_WAIT_EVENT)
 		rc = w->B.cuGraphEventWaitNodeGetEvent(node, &ev);
+	else if (!rc && t == CU_GRAPH_NODE_TYPE_HOST)	/* its callback's cookie */
+		rc = (call->cqe->val[0] = graph_host_cookie(w, node)) ? CUDA_SUCCESS
+								   : CUDA_ERROR_INVALID_VALUE;
 	else if (!rc)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	/* An event the session destroyed since: it has no id to give. */
