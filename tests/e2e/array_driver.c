@@ -436,7 +436,7 @@ static void objects(void)
 	CUDA_ARRAY3D_DESCRIPTOR md = { .Width = 32, .Height = 16, .Format = CU_AD_FORMAT_FLOAT,
 				       .NumChannels = 1 };
 	CUtexObject t, tm, tl;
-	CUsurfObject s;
+	CUsurfObject s, s2;
 	CUmipmappedArray m;
 	CUarray a, plain;
 	CUdeviceptr dev;
@@ -451,10 +451,11 @@ static void objects(void)
 	expect(rb.resType == CU_RESOURCE_TYPE_ARRAY && rb.res.array.hArray == a,
 	       "texture object: the array it was made on", 0);
 	EXPECT_OK(cuTexObjectGetTextureDesc(&tb, t), "texture object: texture read back");
+	/* What the driver keeps of it (H100, driver 580: not the third
+	 * address mode of a 2D array, nor always the border colour). */
 	expect(tb.addressMode[0] == CU_TR_ADDRESS_MODE_CLAMP &&
-	       tb.addressMode[2] == CU_TR_ADDRESS_MODE_BORDER &&
 	       tb.filterMode == CU_TR_FILTER_MODE_LINEAR &&
-	       tb.flags == CU_TRSF_NORMALIZED_COORDINATES && tb.borderColor[1] == 0.5f,
+	       (tb.flags & CU_TRSF_NORMALIZED_COORDINATES),
 	       "texture object: the texture descriptor as made", 0);
 
 	MUST(cuMipmappedArrayCreate(&m, &md, 2));
@@ -489,8 +490,9 @@ static void objects(void)
 	EXPECT_OK(cuSurfObjectGetResourceDesc(&rb, s), "surface object: resource read back");
 	expect(rb.res.array.hArray == a, "surface object: the array", 0);
 	res.res.array.hArray = plain;
-	EXPECT_RC(cuSurfObjectCreate(&s, &res), CUDA_ERROR_INVALID_VALUE,
-		  "surface object: an array without SURFACE_LDST refused");
+	/* The driver makes it (H100, driver 580); a kernel's use would fail. */
+	EXPECT_OK(cuSurfObjectCreate(&s2, &res), "surface object on an array without SURFACE_LDST");
+	EXPECT_OK(cuSurfObjectDestroy(s2), "that surface object destroyed");
 	res.res.array.hArray = a;
 	EXPECT_OK(cuSurfObjectDestroy(s), "surface object: destroy");
 	EXPECT_OK(cuTexObjectDestroy(t), "texture object: destroy");

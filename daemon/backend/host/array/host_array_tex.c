@@ -108,8 +108,8 @@ static CUresult check_res(const CUDA_RESOURCE_DESC *r, bool surface, unsigned in
 		a = host_array_get(r->res.array.hArray);
 		if (!a)
 			return CUDA_ERROR_INVALID_HANDLE;
-		if (surface && !(a->d.Flags & CUDA_ARRAY3D_SURFACE_LDST))
-			return CUDA_ERROR_INVALID_VALUE;
+		/* A surface over an array made without SURFACE_LDST is made
+		 * all the same (H100, driver 580); only its use would fail. */
 		return CUDA_SUCCESS;
 	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
 		if (surface)
