@@ -26,7 +26,7 @@ DRIVER_LIBS := -L$(CUDA_LIB64)/stubs -lcuda
 HOST_CUDA_CFLAGS := -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -I $(CUDA_HOME)/include
 
 E2E_OUT := $(B)/tests/e2e
-E2E_PROGS := memory kernels streams errors threads client launch_first
+E2E_PROGS := memory kernels streams errors threads client launch_first samples_misc
 E2E_HDRS := tests/e2e/e2e.h tests/e2e/kernels.cuh
 E2E_DRIVER_SRCS := $(wildcard tests/e2e/*.c)
 E2E_BINS := $(addprefix $(E2E_OUT)/,$(E2E_PROGS) kernels_shared) \

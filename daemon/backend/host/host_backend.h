@@ -31,6 +31,7 @@
 #define HOST_SMEM_OPTIN		(227u << 10)	/* per block with opt-in */
 #define HOST_SMEM_PER_SM	(228u << 10)
 #define HOST_SMEM_RESERVED	(1u << 10)	/* per block, by the system */
+#define HOST_PERSISTING_L2_MAX	32505856u	/* the L2 a context may set aside */
 #define HOST_PRIO_LEAST		0
 #define HOST_PRIO_GREATEST	(-5)
 
