@@ -966,6 +966,7 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	w->client_uid = h->uid;
 	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
 	w->deferred = h->st.deferred;
+	w->locked = h->flags & HANDOFF_F_LOCKED;	/* a process restore: held */
 	if (nfds != MIGRATE_FDS) {
 		a.status = -EINVAL;
 		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");

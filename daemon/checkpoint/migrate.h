@@ -45,6 +45,8 @@ struct migrate_state {
 
 #define HANDOFF_CLIENT		0	/* a new client: the socket */
 #define HANDOFF_RESUME		1	/* a moved session: MIGRATE_FDS fds */
+#define HANDOFF_F_LOCKED	(1u << 0)	/* RESUME: hold the session until unlocked
+						 * (ckpt_process.h) */
 
 /* Supervisor -> an idle worker. */
 struct worker_handoff {
@@ -53,7 +55,7 @@ struct worker_handoff {
 	uint32_t type;			/* HANDOFF_* */
 	int32_t gpu;			/* RESUME: onto this GPU; -1: GPU 0 */
 	uint32_t gid;			/* the client's (SO_PEERCRED): the worker's */
-	uint32_t pad;
+	uint32_t flags;			/* HANDOFF_F_* */
 	struct migrate_state st;	/* RESUME */
 	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint's name (messages) */
 };

@@ -76,6 +76,9 @@ struct wslot {
 	char *drain_tmp;	/* temporary one it is written to */
 	int move_gpu;		/* the GPU a move it was ordered goes to, or -1 */
 	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
+	bool locked;		/* process_ckpt.c: its worker holds the session */
+	int proc_action;	/* process_ckpt.c: the action admin_slot waits for */
+	uint64_t lock_deadline;	/* and a lock's timeout (CLOCK_MONOTONIC ns), or 0 */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
 		struct ckpt_answer ckpt;

@@ -19,6 +19,7 @@
 #include "jit_cache.h"
 #include "log.h"
 #include "privdrop.h"
+#include "process_ckpt.h"
 #include "supervisor_state.h"
 
 /* The worker becomes its client's user, or --worker-user for root's (privdrop.h). */
@@ -173,7 +174,8 @@ void sv_on_worker_msg(int i, int res)
 		return;
 	}
 	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_MIGRATING && ws->admin_slot >= 0) {
-		sv_on_migrating(i);
+		if (!sv_process_migrating(i))
+			sv_on_migrating(i);
 		arm_worker(i);
 		return;
 	}
@@ -190,6 +192,11 @@ void sv_on_worker_msg(int i, int res)
 	}
 	if (res == sizeof(ws->msg) && ws->msg.type == WMSG_RESUME && ws->state == W_BUSY) {
 		sv_on_resume_request(i);
+		arm_worker(i);
+		return;
+	}
+	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0 &&
+	    ws->proc_action && sv_process_answer(i)) {
 		arm_worker(i);
 		return;
 	}

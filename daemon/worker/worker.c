@@ -21,6 +21,7 @@
 
 #include "barrier.h"
 #include "checkpoint.h"
+#include "ckpt_process.h"
 #include "migrate.h"
 #include "clock.h"
 #include "fdpass.h"
@@ -638,7 +639,7 @@ static bool order_valid(const struct ckpt_order *o, ssize_t n)
 {
 	return n == (ssize_t)sizeof(*o) && memchr(o->path, 0, sizeof(o->path)) &&
 	       (o->type == WORDER_CHECKPOINT || o->type == WORDER_MIGRATE ||
-		o->type == WORDER_SUSPEND);
+		o->type == WORDER_SUSPEND || o->type == WORDER_LOCK || o->type == WORDER_UNLOCK);
 }
 
 /* What a stalled session answers to order type @type, in @buf. */
@@ -696,6 +697,17 @@ static void take_order(struct worker *w, const char *stalled)
 	if (!o)
 		return;
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
+	/* A lock or unlock brings no descriptor, and only a lock waits on
+	 * what the program and the GPU are doing. */
+	if (order_valid(o, n) && (o->type == WORDER_LOCK || o->type == WORDER_UNLOCK)) {
+		if (o->type == WORDER_LOCK && !stalled && worker_callbacks_stuck(w))
+			stalled = "in a host callback";
+		if (o->type == WORDER_LOCK && !stalled && streamops_gpu_stalled(w))
+			stalled = STREAMOPS_STALLED;
+		worker_process_order(w, o->type, stalled);
+		free(o);
+		return;
+	}
 	if (order_valid(o, n) && !stalled && worker_callbacks_stuck(w))
 		stalled = "in a host callback";
 	/* Before anything that may wait on the GPU (pinning a buffer, loading
@@ -849,6 +861,12 @@ int worker_loop(struct worker *w)
 	ring_thread = true;
 	worker_may_print(w);	/* a session taken up drains before its first answer */
 	while (!read_once(&w->dead) && !w->moved) {
+		if (w->locked) {	/* a process lock: orders only */
+			orders(w);
+			if (w->locked && !w->moved && !worker_hold(w, ORDER_POLL_MS))
+				break;
+			continue;
+		}
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
 			spin_start = 0;

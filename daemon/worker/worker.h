@@ -98,6 +98,7 @@ struct worker {
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (atomic: graph host
 					 * nodes ask from the driver's threads) */
+	bool locked;			/* takes no entry until unlocked (ckpt_process.h) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
