@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <liburing.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +41,7 @@ enum { PROC_NONE, PROC_LOCK, PROC_UNLOCK, PROC_CHECKPOINT, PROC_RESTORE,
 
 struct parked {
 	bool used;
+	uint16_t gen;			/* counts the sessions this slot has held */
 	uint64_t session;
 	uint32_t pid, uid, gid;
 	int gpu;			/* the GPU its device 0 was on */
@@ -51,32 +53,62 @@ struct parked {
 
 static struct parked parked[MAX_PARKED];
 
+static uint64_t parked_ud(int k)
+{
+	return UD(EV_PARKED, (uint32_t)k | (uint32_t)parked[k].gen << 16);
+}
+
+static struct io_uring_sqe *sqe_get(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&sv.ring);
+
+	if (!sqe) {
+		io_uring_submit(&sv.ring);
+		sqe = io_uring_get_sqe(&sv.ring);
+	}
+	return sqe;
+}
+
+/* The program's end of the session hanging up is how a parked one ends. */
+static void watch(int k)
+{
+	struct io_uring_sqe *sqe = sqe_get();
+
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, parked[k].fds[0], POLLRDHUP);
+	io_uring_sqe_set_data64(sqe, parked_ud(k));
+}
+
 static void unpark(struct parked *pk)
 {
+	struct io_uring_sqe *sqe = sqe_get();
+	uint16_t gen = pk->gen;
+
+	if (sqe) {	/* its watch goes: the socket lives on in a worker */
+		io_uring_prep_poll_remove(sqe, parked_ud((int)(pk - parked)));
+		io_uring_sqe_set_data64(sqe, 0);
+	}
 	vgpu_fds_close(pk->fds, MIGRATE_SESSION_FDS);
 	chain_close(&pk->file);
 	memset(pk, 0, sizeof(*pk));
+	pk->gen = gen;
 }
 
-/* A parked session whose program is gone is let go: nothing will restore it. */
-static void sweep(void)
+void sv_on_parked(uint32_t idx, int res)
 {
-	for (int k = 0; k < MAX_PARKED; k++) {
-		struct pollfd p = { .fd = parked[k].fds[0], .events = POLLRDHUP };
+	struct parked *pk = &parked[idx & 0xffff];
 
-		if (!parked[k].used || poll(&p, 1, 0) != 1)
-			continue;
-		if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) {
-			vlog_info("session %llu: its program went while checkpointed",
-				  (unsigned long long)parked[k].session);
-			unpark(&parked[k]);
-		}
+	if ((idx & 0xffff) >= MAX_PARKED || !pk->used || pk->gen != (uint16_t)(idx >> 16))
+		return;		/* restored meanwhile: the watch was for an old one */
+	if (res < 0) {
+		if (res != -ECANCELED)
+			watch((int)(pk - parked));
+		return;
 	}
-}
-
-void sv_parked_sweep(void)
-{
-	sweep();
+	vlog_info("session %llu: its program went while checkpointed",
+		  (unsigned long long)pk->session);
+	unpark(pk);
 }
 
 static struct parked *find_parked(const struct ctl_caller *who, uint32_t pid)
@@ -195,7 +227,6 @@ int sv_order_process(const struct ctl_caller *who, int slot, uint32_t pid,
 	struct wslot *ws;
 	int i, ret;
 
-	sweep();
 	pk = find_parked(who, pid);
 	i = find_live(who, pid);
 	if (!pk && i < 0) {
@@ -369,12 +400,14 @@ bool sv_process_migrating(int i)
 				    : "too many checkpointed processes", NULL);
 		return true;
 	}
-	*pk = (struct parked){ .used = true, .session = ws->session_id, .pid = ws->client_pid,
+	*pk = (struct parked){ .used = true, .gen = (uint16_t)(pk->gen + 1),
+			       .session = ws->session_id, .pid = ws->client_pid,
 			       .uid = ws->client_uid, .gid = ws->client_gid,
 			       .gpu = sv.stats[i].gpu, .st = st, .file = ws->move,
 			       .figures = ws->ckpt.result };
 	memcpy(pk->fds, fds, sizeof(fds));
 	memset(&ws->move, 0, sizeof(ws->move));
+	watch((int)(pk - parked));
 	v.status = 0;		/* the old worker ends: the GPU state goes with it */
 	if (send(ws->ctl, &v, sizeof(v), MSG_NOSIGNAL) != sizeof(v))
 		vlog_warn("worker %d: cannot tell it the session is parked", ws->pid);

@@ -22,7 +22,8 @@ bool sv_process_answer(int i);
 /* Worker @i wrote a move's state (WMSG_MIGRATING): true when it was a
  * process checkpoint (the session parked, or the refusal answered). */
 bool sv_process_migrating(int i);
-/* Lets go of the parked sessions whose program is gone. */
-void sv_parked_sweep(void);
+/* A parked session's socket hung up (EV_PARKED, @idx its slot and
+ * generation): its program is gone, nothing will restore it. */
+void sv_on_parked(uint32_t idx, int res);
 
 #endif

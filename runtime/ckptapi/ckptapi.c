@@ -87,8 +87,10 @@ static int dial_ctl(void)
 	return fd;
 }
 
-/* One request on the control socket: the process's state after it in *out. */
-static CUresult ask(int pid, uint32_t action, uint32_t timeout_ms, struct vgpu_ctl_process *out)
+/* One request on the control socket: the process's state after it in *out;
+ * the daemon's errno in *status. */
+static CUresult ask_once(int pid, uint32_t action, uint32_t timeout_ms,
+			 struct vgpu_ctl_process *out, int *status)
 {
 	struct {
 		struct vgpu_ctl_req q;
@@ -125,6 +127,7 @@ static CUresult ask(int pid, uint32_t action, uint32_t timeout_ms, struct vgpu_c
 		return CUDA_ERROR_UNKNOWN;
 	}
 	r.message[sizeof(r.message) - 1] = 0;
+	*status = r.status;
 	if (r.status) {
 		close(fd);
 		vlog_debug("cuCheckpointProcess on %d: %s", pid, r.message);
@@ -139,6 +142,21 @@ static CUresult ask(int pid, uint32_t action, uint32_t timeout_ms, struct vgpu_c
 	if (out)
 		*out = rec;
 	return CUDA_SUCCESS;
+}
+
+/* A restore waits for an idle worker: the one the checkpoint ended is
+ * being replaced, or every worker serves a session (30 s at most). */
+static CUresult ask(int pid, uint32_t action, uint32_t timeout_ms, struct vgpu_ctl_process *out)
+{
+	int status = 0;
+	CUresult rc = ask_once(pid, action, timeout_ms, out, &status);
+
+	for (int i = 0; i < 3000 && action == VGPU_CTL_PROC_RESTORE && status == -EAGAIN; i++) {
+		usleep(10000);
+		status = 0;
+		rc = ask_once(pid, action, timeout_ms, out, &status);
+	}
+	return rc;
 }
 
 static bool zeroed(const void *p, size_t n)
