@@ -120,6 +120,11 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 			snprintf(why, len, "sessions over /dev/vgpu cannot move yet");
 			return -EOPNOTSUPP;
 		}
+		if (ws->locked) {	/* the new worker would serve it unlocked */
+			snprintf(why, len, "session %llu is locked (cuCheckpointProcessLock)",
+				 (unsigned long long)id);
+			return -EBUSY;
+		}
 		if (ws->admin_slot >= 0 || !sv.stats) {
 			snprintf(why, len, "session %llu is being checkpointed", (unsigned long long)id);
 			return -EBUSY;
