@@ -147,6 +147,9 @@ void host_ctx_poison(struct host_ctx *ctx, CUresult err);
 /* Frees everything ctx owns; under host.lock. */
 void host_ctx_release_objects(struct host_ctx *ctx);
 CUresult host_check_init(void);
+/* host_mem_props.c: what a physical allocation may ask for, and is given. */
+CUresult host_check_alloc_prop(const CUmemAllocationProp *prop);
+void host_granted_prop(CUmemAllocationProp *out, const CUmemAllocationProp *asked);
 
 /* host_memory.c */
 enum host_access { HOST_READ = 1, HOST_WRITE = 2 };
