@@ -124,11 +124,6 @@ void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
 		free(j);
 		return (void)refuse_move(w, -EBADF, "the order came without the move's file");
 	}
-	if (w->ring.kmod) {
-		ckpt_order_close(&j->order);
-		free(j);
-		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
-	}
 	j->w = w;
 	/* The device and pool bytes, and room for the rest of the state. */
 	j->prealloc = w->vmem.in_use + w->vmem.created + w->pool.in_use + (64ull << 20);
@@ -180,10 +175,14 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 			const struct ckpt_landing *land)
 {
 	struct ckpt_answer a = { 0 };
-	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
+	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred,
+				    .carrier = w->ring.kmod ? VGPU_CARRIER_KMOD : VGPU_CARRIER_MEMFD };
 	struct migrate_verdict v;
-	int fds[MIGRATE_SESSION_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd,
-					 w->print_out };
+	/* Over /dev/vgpu the rings are the module's: the next worker maps
+	 * them through this worker's fd (the module keeps the session while
+	 * any worker fd is open). */
+	int fds[MIGRATE_KMOD_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd,
+				      w->print_out, w->kmod.fd };
 	uint64_t paused_at = vgpu_now_ns();
 
 	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
@@ -210,7 +209,7 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	a.type = WMSG_MIGRATING;
 	a.result.paused_at_ns = paused_at;
 	say(w, &a);
-	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_SESSION_FDS) < 0) {
+	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, (int)migrate_session_fds(&st)) < 0) {
 		vlog_warn("session %llu: cannot hand the session over: %s",
 			  (unsigned long long)w->session_id, strerror(errno));
 		return;
@@ -811,16 +810,36 @@ static int graphs(struct rebuild *b)
 	return ret;
 }
 
+/* Over /dev/vgpu the region is the shared header only; the rings and the
+ * arena are the module's, mapped through the worker fd fds[5] (taken over). */
+static int take_kmod_ring(struct worker *w, const struct vgpu_welcome *wl, const int *fds,
+			  void **base)
+{
+	int ret;
+
+	*base = mmap(NULL, sizeof(struct vgpu_shared), PROT_READ | PROT_WRITE, MAP_SHARED,
+		     fds[1], 0);
+	if (*base == MAP_FAILED)
+		return -errno;
+	ret = vgpu_kmod_worker(&w->kmod, fds[5], sizeof(struct vgpu_sqe), sizeof(struct vgpu_cqe));
+	if (ret)
+		return ret;
+	return vgpu_ring_attach_kmod(&w->ring, *base, &w->kmod, wl);
+}
+
 static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
 {
 	const struct vgpu_welcome *wl = &st->wl;
 	struct vgpu_ring *r = &w->ring;
-	void *base = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	void *base = MAP_FAILED;
 	int ret;
 
-	if (base == MAP_FAILED)
-		return -errno;
-	ret = vgpu_ring_attach(r, base, wl->region_size, wl);
+	if (st->carrier == VGPU_CARRIER_KMOD) {
+		ret = take_kmod_ring(w, wl, fds, &base);
+	} else {
+		base = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+		ret = base == MAP_FAILED ? -errno : vgpu_ring_attach(r, base, wl->region_size, wl);
+	}
 	if (ret)
 		return ret;
 	w->region = base;
@@ -841,15 +860,17 @@ static int take_ring(struct worker *w, const struct migrate_state *st, const int
 
 /*
  * The session's state from @path into this fresh worker, serving the rings
- * in @fds (socket, region, doorbell, pool, the client's stdout or -1) laid
- * out as @layout says. 0, or -errno and why in a->message.
+ * in @fds (socket, region, doorbell, pool, the client's stdout or -1, the
+ * /dev/vgpu worker fd or -1) laid out as @layout says. 0, or -errno and
+ * why in a->message.
  */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
 		   const int *ckpt, unsigned nckpt, const char *path, int onto,
 		   struct ckpt_answer *a)
 {
 	struct rebuild b = { .w = w, .why = a->message, .why_len = sizeof(a->message) };
-	struct migrate_state st = { .wl = *layout };
+	struct migrate_state st = { .wl = *layout,
+				    .carrier = fds[5] >= 0 ? VGPU_CARRIER_KMOD : VGPU_CARRIER_MEMFD };
 	struct vgpu_welcome wl = *layout;
 	struct vgpu_ckpt_expect ex = { 0 };
 	struct vgpu_ckpt_gpu gpu;
@@ -948,10 +969,11 @@ out:
 	}
 	if (w->stats) {
 		memcpy(w->stats->comm, w->comm, sizeof(w->stats->comm) - 1);
-		strcpy(w->stats->carrier, "memfd");
+		strcpy(w->stats->carrier, st.carrier == VGPU_CARRIER_KMOD ? "kmod" : "memfd");
 	}
-	vlog_info("session %llu: taken up from %s in %.3f s", (unsigned long long)w->session_id,
-		  path, a->result.total_ns / 1e9);
+	vlog_info("session %llu: taken up from %s in %.3f s%s", (unsigned long long)w->session_id,
+		  path, a->result.total_ns / 1e9,
+		  st.carrier == VGPU_CARRIER_KMOD ? " (over /dev/vgpu)" : "");
 	return 0;
 }
 
@@ -967,13 +989,16 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
 	w->deferred = h->st.deferred;
 	w->locked = h->flags & HANDOFF_F_LOCKED;	/* a process restore: held */
-	if (nfds != MIGRATE_FDS) {
+	if (nfds < 1 || (unsigned)nfds != migrate_session_fds(&h->st) + 1) {
 		a.status = -EINVAL;
 		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
 	} else {
-		worker_take_up(w, &h->st.wl, fds, &fds[MIGRATE_SESSION_FDS], 1, h->path, h->gpu,
-			       &a);
-		close(fds[MIGRATE_SESSION_FDS]);	/* the move's file: read */
+		int take[MIGRATE_KMOD_FDS];
+
+		memcpy(take, fds, MIGRATE_SESSION_FDS * sizeof(int));
+		take[5] = h->st.carrier == VGPU_CARRIER_KMOD ? fds[5] : -1;
+		worker_take_up(w, &h->st.wl, take, &fds[nfds - 1], 1, h->path, h->gpu, &a);
+		close(fds[nfds - 1]);	/* the move's file: read */
 	}
 	say(w, &a);
 	if (a.status)
@@ -989,7 +1014,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	struct vgpu_welcome wl = { 0 }, ok = { .magic = VGPU_PROTO_MAGIC,
 					       .version = VGPU_PROTO_VERSION,
 					       .carrier = VGPU_CARRIER_MEMFD };
-	int take[5], zero = 0, chain[VGPU_MAX_FDS];
+	int take[MIGRATE_KMOD_FDS], zero = 0, chain[VGPU_MAX_FDS];
 	const char *why = NULL;
 	unsigned nchain = 0;
 	int ret = -EINVAL;
@@ -1023,6 +1048,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	take[2] = fds[1];
 	take[3] = fds[2];
 	take[4] = nfds > 3 ? fds[3] : -1;
+	take[5] = -1;	/* a suspended session comes back over memfd only */
 	ret = worker_take_up(w, &wl, take, chain, nchain, rep->path, rep->gpu, &a);
 	vgpu_fds_close(chain, nchain);
 	if (ret) {

@@ -34,17 +34,25 @@ struct worker;
 #define WMSG_MIGRATING		4	/* struct ckpt_answer */
 
 #define MIGRATE_SESSION_FDS	5	/* socket, region, doorbell, pool, stdout */
-#define MIGRATE_FDS		6	/* those, and the checkpoint to take up */
+#define MIGRATE_KMOD_FDS	6	/* /dev/vgpu: those, and the worker fd */
+#define MIGRATE_FDS		6	/* memfd: the session's, and the checkpoint to take up */
+#define MIGRATE_MAX_FDS		7	/* /dev/vgpu: the session's, and the checkpoint */
 
 struct migrate_state {
 	struct vgpu_welcome wl;		/* the layout the client uses */
 	char comm[16];
 	int32_t deferred;		/* an error owed to the next sync call */
-	uint32_t pad;
+	uint32_t carrier;		/* VGPU_CARRIER_*: /dev/vgpu brings its worker fd */
 };
 
+/* The session's descriptors that come with @st. */
+static inline unsigned migrate_session_fds(const struct migrate_state *st)
+{
+	return st->carrier == VGPU_CARRIER_KMOD ? MIGRATE_KMOD_FDS : MIGRATE_SESSION_FDS;
+}
+
 #define HANDOFF_CLIENT		0	/* a new client: the socket */
-#define HANDOFF_RESUME		1	/* a moved session: MIGRATE_FDS fds */
+#define HANDOFF_RESUME		1	/* a moved session: its fds, the checkpoint last */
 #define HANDOFF_F_LOCKED	(1u << 0)	/* RESUME: hold the session until unlocked
 						 * (ckpt_process.h) */
 

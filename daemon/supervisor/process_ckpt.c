@@ -46,7 +46,11 @@ struct parked {
 	uint32_t pid, uid, gid;
 	int gpu;			/* the GPU its device 0 was on */
 	struct migrate_state st;
-	int fds[MIGRATE_SESSION_FDS];	/* socket, region, doorbell, pool, stdout */
+	int fds[MIGRATE_KMOD_FDS];	/* socket, region, doorbell, pool, stdout, and
+					 * over /dev/vgpu the worker fd (it keeps the
+					 * module's session) */
+	unsigned nfds;
+	uint64_t kmod_session;
 	struct chain file;		/* the memfd with its state */
 	struct vgpu_ctl_checkpoint figures;
 };
@@ -89,7 +93,7 @@ static void unpark(struct parked *pk)
 		io_uring_prep_poll_remove(sqe, parked_ud((int)(pk - parked)));
 		io_uring_sqe_set_data64(sqe, 0);
 	}
-	vgpu_fds_close(pk->fds, MIGRATE_SESSION_FDS);
+	vgpu_fds_close(pk->fds, pk->nfds);
 	chain_close(&pk->file);
 	memset(pk, 0, sizeof(*pk));
 	pk->gen = gen;
@@ -176,7 +180,7 @@ static int order_checkpoint(int i, char *why, size_t len)
 static int order_restore(const struct parked *pk, int gpu, char *why, size_t len)
 {
 	static struct worker_handoff h;
-	int fds[MIGRATE_FDS], j;
+	int fds[MIGRATE_MAX_FDS], j;
 
 	for (j = 0; j < MAX_WORKERS; j++)
 		if (sv.w[j].pid && sv.w[j].state == W_IDLE)
@@ -195,10 +199,10 @@ static int order_restore(const struct parked *pk, int gpu, char *why, size_t len
 	h.gpu = gpu >= 0 ? gpu : pk->gpu;
 	h.st = pk->st;
 	snprintf(h.path, sizeof(h.path), "memfd:vgpu-process-%u", pk->pid);
-	memcpy(fds, pk->fds, sizeof(pk->fds));
-	fds[MIGRATE_SESSION_FDS] = pk->file.fd[0];
+	memcpy(fds, pk->fds, pk->nfds * sizeof(int));
+	fds[pk->nfds] = pk->file.fd[0];
 	/* Copies go: ours stay parked until the new worker says it serves. */
-	if (vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, MIGRATE_FDS) < 0) {
+	if (vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, (int)pk->nfds + 1) < 0) {
 		snprintf(why, len, "cannot reach an idle worker");
 		return -EIO;
 	}
@@ -208,6 +212,7 @@ static int order_restore(const struct parked *pk, int gpu, char *why, size_t len
 	sv.w[j].client_uid = pk->uid;
 	sv.w[j].client_gid = pk->gid;
 	sv.w[j].locked = true;
+	sv.w[j].kmod_session = pk->kmod_session;
 	sv.sessions++;
 	return j;
 }
@@ -293,10 +298,6 @@ int sv_order_process(const struct ctl_caller *who, int slot, uint32_t pid,
 			snprintf(why, len, "process %u is not locked", pid);
 			return -EBADFD;
 		}
-		if (ws->kmod_session) {
-			snprintf(why, len, "sessions over /dev/vgpu cannot be checkpointed this way yet");
-			return -EOPNOTSUPP;
-		}
 		ret = order_checkpoint(i, why, len);
 		ws->proc_action = PROC_CHECKPOINT;
 		break;
@@ -376,7 +377,7 @@ bool sv_process_migrating(int i)
 	struct migrate_verdict v = { .status = -EAGAIN };
 	struct migrate_state st;
 	struct parked *pk = NULL;
-	int fds[MIGRATE_SESSION_FDS], nfds = MIGRATE_SESSION_FDS, n;
+	int fds[MIGRATE_KMOD_FDS], nfds = MIGRATE_KMOD_FDS, n;
 
 	if (ws->proc_action != PROC_CHECKPOINT)
 		return false;
@@ -390,7 +391,8 @@ bool sv_process_migrating(int i)
 	for (int k = 0; k < MAX_PARKED && !pk; k++)
 		if (!parked[k].used)
 			pk = &parked[k];
-	if (n != sizeof(st) || nfds != MIGRATE_SESSION_FDS || !pk || !ws->move.n) {
+	if (n != sizeof(st) || (unsigned)nfds != migrate_session_fds(&st) || !pk || !ws->move.n ||
+	    (st.carrier == VGPU_CARRIER_KMOD) != !!ws->kmod_session) {
 		if (n >= 0)
 			vgpu_fds_close(fds, (unsigned)nfds);
 		if (send(ws->ctl, &v, sizeof(v), MSG_NOSIGNAL) != sizeof(v))
@@ -404,8 +406,9 @@ bool sv_process_migrating(int i)
 			       .session = ws->session_id, .pid = ws->client_pid,
 			       .uid = ws->client_uid, .gid = ws->client_gid,
 			       .gpu = sv.stats[i].gpu, .st = st, .file = ws->move,
-			       .figures = ws->ckpt.result };
-	memcpy(pk->fds, fds, sizeof(fds));
+			       .figures = ws->ckpt.result, .nfds = (unsigned)nfds,
+			       .kmod_session = ws->kmod_session };
+	memcpy(pk->fds, fds, (size_t)nfds * sizeof(int));
 	memset(&ws->move, 0, sizeof(ws->move));
 	watch((int)(pk - parked));
 	v.status = 0;		/* the old worker ends: the GPU state goes with it */
@@ -413,6 +416,7 @@ bool sv_process_migrating(int i)
 		vlog_warn("worker %d: cannot tell it the session is parked", ws->pid);
 	ws->moved = true;
 	ws->locked = false;
+	ws->kmod_session = 0;	/* held here now, with its worker fd */
 	rec.ckpt = ws->ckpt.result;
 	vlog_info("session %llu: checkpointed for process %u, its worker %d ends",
 		  (unsigned long long)ws->session_id, ws->client_pid, ws->pid);

@@ -49,7 +49,7 @@ static void worker_child(int ctl, int slot)
 {
 	static struct worker_handoff h;
 	struct worker w;
-	int fds[MIGRATE_FDS], nfds = MIGRATE_FDS, ret;
+	int fds[MIGRATE_MAX_FDS], nfds = MIGRATE_MAX_FDS, ret;
 	uint8_t ready = 1;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);	/* the daemon's end is ours */
