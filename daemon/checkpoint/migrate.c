@@ -1043,12 +1043,22 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	}
 	w->session_id = h->resume_session;
 	memcpy(w->comm, h->comm, sizeof(w->comm) - 1);
+	take[5] = -1;
+	if (h->carrier == VGPU_CARRIER_KMOD) {	/* the module's rings, attached again */
+		take[5] = worker_attach_kmod(w, h->kmod_session, &why);
+		if (take[5] < 0) {
+			ret = take[5];
+			vgpu_fds_close(chain, nchain);
+			worker_refuse(w->sock, -ret, why);
+			free(rep);
+			return ret;
+		}
+	}
 	take[0] = w->sock;
 	take[1] = fds[0];
 	take[2] = fds[1];
 	take[3] = fds[2];
 	take[4] = nfds > 3 ? fds[3] : -1;
-	take[5] = -1;	/* a suspended session comes back over memfd only */
 	ret = worker_take_up(w, &wl, take, chain, nchain, rep->path, rep->gpu, &a);
 	vgpu_fds_close(chain, nchain);
 	if (ret) {
@@ -1058,6 +1068,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	}
 	free(rep);
 	write_once(&w->ring.sh->state, VGPU_WORKER_RUNNING);
+	ok.carrier = h->carrier;
 	ok.session_id = w->session_id;
 	if (vgpu_send_fds(w->sock, &ok, sizeof(ok), NULL, 0) != sizeof(ok))
 		return -EPIPE;

@@ -354,6 +354,7 @@ bool sv_process_answer(int i)
 			}
 		if (err) {
 			ws->locked = false;
+			ws->kmod_session = 0;	/* still the parked session's */
 			vlog_warn("session %llu: the process restore failed: %s",
 				  (unsigned long long)ws->session_id, ws->ckpt.message);
 		} else {

@@ -174,6 +174,7 @@ void sv_kmod_register(void);
 void sv_drain_kmod_events(void);
 void sv_arm_kmod(void);
 void sv_on_attach_request(int i);
+void sv_kmod_worker_gone(uint64_t id);
 
 /* chain.c */
 void chain_close(struct chain *c);

@@ -279,6 +279,7 @@ void sv_reap_children(void)
 			chain_close(&ws->ordered);
 			chain_close(&ws->last);
 			chain_close(&ws->move);
+			sv_kmod_worker_gone(ws->kmod_session);
 			sv_drain_file_done(ws, false);
 			gen = ws->gen;
 			memset(ws, 0, sizeof(*ws));

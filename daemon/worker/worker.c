@@ -301,12 +301,14 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 	*why = "unknown flags or reserved fields set in hello";
 	if ((h->flags & ~VGPU_HELLO_RESUME) || h->reserved)
 		return -EINVAL;
-	*why = "a resume names no session, or comes over /dev/vgpu";
-	if (!(h->flags & VGPU_HELLO_RESUME) != !h->resume_session ||
-	    ((h->flags & VGPU_HELLO_RESUME) && h->carrier != VGPU_CARRIER_MEMFD))
+	*why = "a resume names no session";
+	if (!(h->flags & VGPU_HELLO_RESUME) != !h->resume_session)
 		return -EINVAL;
 	*why = "unknown carrier in hello";
 	if (h->carrier != VGPU_CARRIER_MEMFD && h->carrier != VGPU_CARRIER_KMOD)
+		return -EINVAL;
+	*why = "a resume over /dev/vgpu names no /dev/vgpu session";
+	if ((h->flags & VGPU_HELLO_RESUME) && h->carrier == VGPU_CARRIER_KMOD && !h->kmod_session)
 		return -EINVAL;
 	*why = "a memfd hello names a /dev/vgpu session";
 	if (h->carrier == VGPU_CARRIER_MEMFD && h->kmod_session)
@@ -345,7 +347,7 @@ static int memfd_carrier(struct worker *w, const struct vgpu_hello *h, struct vg
 }
 
 /* The supervisor checks that the session is our client's and attaches it. */
-static int attach_session(struct worker *w, uint64_t id, const char **why)
+int worker_attach_kmod(struct worker *w, uint64_t id, const char **why)
 {
 	struct worker_msg m = { .type = WMSG_ATTACH, .kmod_session = id };
 	struct attach_reply rep;
@@ -386,7 +388,7 @@ static int kmod_carrier(struct worker *w, const struct vgpu_hello *h, struct vgp
 {
 	int fd, ret;
 
-	fd = attach_session(w, h->kmod_session, why);
+	fd = worker_attach_kmod(w, h->kmod_session, why);
 	if (fd < 0)
 		return fd;
 	*why = "the /dev/vgpu session cannot be mapped";

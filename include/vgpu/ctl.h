@@ -122,7 +122,9 @@ enum vgpu_ctl_op {
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
 #define VGPU_CTL_F_STOP		(1u << 2)	/* CHECKPOINT: end the session once the
 						 * file is written; its program waits
-						 * for a RESTORE of it (over memfd) */
+						 * for a RESTORE of it (over /dev/vgpu:
+						 * by the same daemon, the module's
+						 * sessions ending with their server) */
 #define VGPU_CTL_F_INCREMENTAL	(1u << 3)	/* CHECKPOINT: allocations unchanged since
 						 * the session's last checkpoint (the
 						 * parent) are not written again; with

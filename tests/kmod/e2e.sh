@@ -6,6 +6,8 @@
 #
 #   e2e.sh start             vgpud --backend host, registered as the server
 #   e2e.sh run PROG [ARGS]   PROG through vgpu with VGPU_TRANSPORT=kmod
+#   e2e.sh stop_restore      vgpuctl checkpoint --stop, then restore, of a
+#                            session over /dev/vgpu
 #   e2e.sh move              a session over /dev/vgpu moved, then checkpointed
 #                            and restored through cuCheckpointProcess* by
 #                            another process (ckpt_api_driver)
@@ -184,6 +186,36 @@ move)
 	n=$(grep -c 'taken up from .* (over /dev/vgpu)' $LOG)
 	[ "$n" -ge 2 ] || fail "$n take-ups over /dev/vgpu in vgpud's log, want 2"
 	echo "e2e: over /dev/vgpu: moved, then checkpointed and restored by another process ($(grep ' ms$' /tmp/move.tool | tr '\n' ' '))"
+	;;
+stop_restore)
+	# vgpuctl checkpoint --stop of a session over /dev/vgpu: its worker
+	# goes, the program holds the module's session and waits; vgpuctl
+	# restore of the file: the program comes back (a worker attaches the
+	# same /dev/vgpu session) and finds its memory and its kernel.
+	rm -f /tmp/stop.go /tmp/stop.vgc
+	background $V/e2e/ckpt_api_driver target /tmp/stop.go >/tmp/stop.out 2>&1
+	i=0
+	while ! grep -q '^ready$' /tmp/stop.out 2>/dev/null && [ $i -lt 600 ]; do
+		kill -0 $bg 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q '^ready$' /tmp/stop.out || fail "the program did not start: $(tail -n 3 /tmp/stop.out)"
+	id=$(vgpuctl sessions --socket $SOCK | awk -v p=$bg '$2 == p { print $1 }')
+	[ -n "$id" ] || fail "the session is not listed"
+	vgpuctl checkpoint "$id" -o /tmp/stop.vgc --stop --socket $SOCK >/tmp/stop.ctl 2>&1 ||
+		fail "checkpoint --stop: $(cat /tmp/stop.ctl)"
+	touch /tmp/stop.go	# the program's next calls wait for the restore
+	i=0
+	until vgpuctl restore /tmp/stop.vgc --socket $SOCK >/tmp/stop.ctl 2>&1; do
+		i=$((i + 1))	# its worker may still be ending
+		[ $i -lt 20 ] && grep -q "is running" /tmp/stop.ctl || fail "restore: $(cat /tmp/stop.ctl)"
+		sleep 0.5
+	done
+	wait $bg || fail "the program after the restore: $(tail -n 3 /tmp/stop.out)"
+	grep -q 'taken up from /tmp/stop.vgc .*(over /dev/vgpu)' $LOG ||
+		fail "no take-up over /dev/vgpu in vgpud's log"
+	echo "e2e: over /dev/vgpu: stopped into a file, restored from it; the program went on"
 	;;
 memfd)
 	through memfd "$V/e2e/$2"
