@@ -18,12 +18,15 @@
  * held. A failed restore leaves the session parked: it may be tried again.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <liburing.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckpt_process.h"
@@ -113,6 +116,76 @@ void sv_on_parked(uint32_t idx, int res)
 	vlog_info("session %llu: its program went while checkpointed",
 		  (unsigned long long)pk->session);
 	unpark(pk);
+}
+
+/* The memfd's bytes into a new file @tmp, synced. */
+static int copy_out(int from, const char *tmp)
+{
+	char buf[1 << 16];
+	off_t off = 0;
+	ssize_t n;
+	int to = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), err = 0;
+
+	if (to < 0)
+		return -errno;
+	while ((n = pread(from, buf, sizeof(buf), off)) > 0) {
+		if (write(to, buf, (size_t)n) != n) {
+			err = -EIO;
+			break;
+		}
+		off += n;
+	}
+	if (n < 0)
+		err = -errno;
+	if (!err && fsync(to))
+		err = -errno;
+	close(to);
+	return err;
+}
+
+/*
+ * --checkpoint-on-exit: a parked session's state is a checkpoint already.
+ * It goes to DIR/session-N.vgc as a drain's would, and its program is told
+ * to wait for a daemon to take it up (vgpud --restore DIR), as a suspended
+ * one is. Over /dev/vgpu the module ends the session with this daemon:
+ * nothing to keep.
+ */
+void sv_parked_drain(const char *dir)
+{
+	for (int k = 0; k < MAX_PARKED; k++) {
+		struct parked *pk = &parked[k];
+		char path[PATH_MAX], tmp[PATH_MAX + 32];
+		struct vgpu_shared *sh;
+		int err;
+
+		if (!pk->used)
+			continue;
+		if (pk->kmod_session) {
+			vlog_warn("session %llu: checkpointed over /dev/vgpu; it ends with this daemon",
+				  (unsigned long long)pk->session);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/session-%llu.vgc", dir,
+			 (unsigned long long)pk->session);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+		err = copy_out(pk->file.fd[0], tmp);
+		if (!err && rename(tmp, path))
+			err = -errno;
+		if (err) {
+			unlink(tmp);
+			vlog_warn("session %llu: its checkpoint cannot be kept in %s: %s",
+				  (unsigned long long)pk->session, dir, strerror(-err));
+			continue;
+		}
+		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, pk->fds[1], 0);
+		if (sh != MAP_FAILED) {
+			/* The program sees this, not a dead worker, when we go. */
+			__atomic_store_n(&sh->state, VGPU_WORKER_SUSPENDED, __ATOMIC_RELEASE);
+			munmap(sh, sizeof(*sh));
+		}
+		vlog_info("session %llu: checkpointed for process %u, kept in %s",
+			  (unsigned long long)pk->session, pk->pid, path);
+	}
 }
 
 static struct parked *find_parked(const struct ctl_caller *who, uint32_t pid)

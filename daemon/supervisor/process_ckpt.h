@@ -22,6 +22,9 @@ bool sv_process_answer(int i);
 /* Worker @i wrote a move's state (WMSG_MIGRATING): true when it was a
  * process checkpoint (the session parked, or the refusal answered). */
 bool sv_process_migrating(int i);
+/* --checkpoint-on-exit: the parked sessions to DIR, their programs left
+ * waiting for a daemon to take them up. */
+void sv_parked_drain(const char *dir);
 /* A parked session's socket hung up (EV_PARKED, @idx its slot and
  * generation): its program is gone, nothing will restore it. */
 void sv_on_parked(uint32_t idx, int res);
