@@ -119,6 +119,9 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
 		   const int *ckpt, unsigned nckpt, const char *name, int gpu,
 		   struct ckpt_answer *a);
+/* The session's rings in @fds (as worker_take_up's) mapped and taken
+ * over where they stand (migrate_ring.c). */
+int migrate_take_ring(struct worker *w, const struct migrate_state *st, const int *fds);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);
