@@ -26,7 +26,7 @@ DRIVER_LIBS := -L$(CUDA_LIB64)/stubs -lcuda
 HOST_CUDA_CFLAGS := -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -I $(CUDA_HOME)/include
 
 E2E_OUT := $(B)/tests/e2e
-E2E_PROGS := memory kernels streams errors threads client launch_first
+E2E_PROGS := memory kernels streams errors threads client launch_first samples_misc
 E2E_HDRS := tests/e2e/e2e.h tests/e2e/kernels.cuh
 E2E_DRIVER_SRCS := $(wildcard tests/e2e/*.c)
 E2E_BINS := $(addprefix $(E2E_OUT)/,$(E2E_PROGS) kernels_shared) \
@@ -73,7 +73,7 @@ GPU_BINS := $(addprefix $(GPU_OUT)/,$(GPU_SINGLE) tmpl rdc sgemm jit_ptx) \
 	$(patsubst tests/e2e/%.c,$(GPU_OUT)/e2e/%,$(E2E_DRIVER_SRCS)) \
 	$(patsubst tests/e2e/raw/%.c,$(GPU_OUT)/e2e/%,$(wildcard tests/e2e/raw/*.c))
 GPU_HDRS := $(E2E_HDRS) tests/gpu/tmpl.cuh
-GPU_BINS += $(GPU_OUT)/export_tables
+GPU_BINS += $(GPU_OUT)/export_tables $(GPU_OUT)/ckpt_api
 
 gpu-bins: $(GPU_BINS) bench-bins
 
@@ -94,6 +94,10 @@ $(GPU_OUT)/sgemm: tests/gpu/sgemm.cu $(GPU_HDRS)
 	$(NVCC) $(NVCC_FLAGS) $(NVCC_GPU_ARCH) $(CUDA_RPATH) -o $@ $< -lcublas
 
 $(GPU_OUT)/jit_ptx: tests/gpu/jit_ptx.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS)
+
+$(GPU_OUT)/ckpt_api: tests/gpu/ckpt_api.c
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CUDA_CFLAGS) -o $@ $< $(DRIVER_LIBS)
 

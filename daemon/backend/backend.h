@@ -182,7 +182,8 @@
 	X(cuTexRefSetMipmappedArray) \
 	X(cuTexRefGetMipmappedArray) \
 	X(cuGraphHostNodeGetParams) \
-	X(cuGraphDebugDotPrint)
+	X(cuGraphDebugDotPrint) \
+	X(cuMemGetAllocationPropertiesFromHandle)
 
 #include "backend_gen.h"
 

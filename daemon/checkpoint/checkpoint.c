@@ -155,17 +155,10 @@ static void checkpoint_now(struct worker *w, const struct ckpt_order *o, struct 
 	answer(w, o, a);
 	/* --stop: nothing the program does after the file may be lost, so
 	 * the session ends here. Its program waits for `vgpuctl restore` of
-	 * the file (VGPU_RESUME_TIMEOUT); over /dev/vgpu, where a session
-	 * cannot be taken up again yet, its next call fails. */
-	if (!a->status && (o->flags & VGPU_CTL_F_STOP)) {
-		if (!w->ring.kmod) {
-			worker_leave_suspended(w, o->path);
-			return;
-		}
-		vlog_info("session %llu: checkpointed; ending it (--stop)",
-			  (unsigned long long)w->session_id);
-		write_once(&w->dead, true);
-	}
+	 * the file (VGPU_RESUME_TIMEOUT); over /dev/vgpu too, the module
+	 * keeping the session's rings while the program holds it open. */
+	if (!a->status && (o->flags & VGPU_CTL_F_STOP))
+		worker_leave_suspended(w, o->path);
 }
 
 int worker_checkpoint_file(struct worker *w, const struct ckpt_order *o, struct ckpt_answer *a,

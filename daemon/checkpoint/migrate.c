@@ -124,11 +124,6 @@ void worker_migrate_start(struct worker *w, const struct ckpt_order *o)
 		free(j);
 		return (void)refuse_move(w, -EBADF, "the order came without the move's file");
 	}
-	if (w->ring.kmod) {
-		ckpt_order_close(&j->order);
-		free(j);
-		return (void)refuse_move(w, -EOPNOTSUPP, "sessions over /dev/vgpu cannot move yet");
-	}
 	j->w = w;
 	/* The device and pool bytes, and room for the rest of the state. */
 	j->prealloc = w->vmem.in_use + w->vmem.created + w->pool.in_use + (64ull << 20);
@@ -180,10 +175,14 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 			const struct ckpt_landing *land)
 {
 	struct ckpt_answer a = { 0 };
-	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred };
+	struct migrate_state st = { .wl = w->wl, .deferred = w->deferred,
+				    .carrier = w->ring.kmod ? VGPU_CARRIER_KMOD : VGPU_CARRIER_MEMFD };
 	struct migrate_verdict v;
-	int fds[MIGRATE_SESSION_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd,
-					 w->print_out };
+	/* Over /dev/vgpu the rings are the module's: the next worker maps
+	 * them through this worker's fd (the module keeps the session while
+	 * any worker fd is open). */
+	int fds[MIGRATE_KMOD_FDS] = { w->sock, w->region_fd, w->bell_fd, w->pool.fd,
+				      w->print_out, w->kmod.fd };
 	uint64_t paused_at = vgpu_now_ns();
 
 	if (w->cb_posted != __atomic_load_n(&w->cb_finished, __ATOMIC_ACQUIRE)) {
@@ -210,7 +209,7 @@ void worker_migrate_out(struct worker *w, const struct ckpt_order *o, struct vgp
 	a.type = WMSG_MIGRATING;
 	a.result.paused_at_ns = paused_at;
 	say(w, &a);
-	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, MIGRATE_SESSION_FDS) < 0) {
+	if (vgpu_send_fds(w->ctl, &st, sizeof(st), fds, (int)migrate_session_fds(&st)) < 0) {
 		vlog_warn("session %llu: cannot hand the session over: %s",
 			  (unsigned long long)w->session_id, strerror(errno));
 		return;
@@ -811,45 +810,19 @@ static int graphs(struct rebuild *b)
 	return ret;
 }
 
-static int take_ring(struct worker *w, const struct migrate_state *st, const int *fds)
-{
-	const struct vgpu_welcome *wl = &st->wl;
-	struct vgpu_ring *r = &w->ring;
-	void *base = mmap(NULL, wl->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
-	int ret;
-
-	if (base == MAP_FAILED)
-		return -errno;
-	ret = vgpu_ring_attach(r, base, wl->region_size, wl);
-	if (ret)
-		return ret;
-	w->region = base;
-	w->region_fd = fds[1];
-	w->bell_fd = r->bell = fds[2];
-	r->sq_local = r->sq_published = load_acquire(r->sq_head);
-	r->cq_local = load_acquire(r->cq_tail);
-	r->peer_seen = load_acquire(r->cq_head);
-	r->payload_local = r->payload_published = load_acquire(&r->sh->payload_head);
-	w->pbuf = malloc(r->payload_size / 2);
-	if (!w->pbuf)
-		return -ENOMEM;
-	if (w->B.cuMemHostRegister_v2(r->staging, (size_t)r->staging_chunk * r->staging_chunks,
-				      CU_MEMHOSTREGISTER_PORTABLE))
-		vlog_warn("worker: staging not pinned; pageable copies will be slower");
-	return 0;
-}
-
 /*
  * The session's state from @path into this fresh worker, serving the rings
- * in @fds (socket, region, doorbell, pool, the client's stdout or -1) laid
- * out as @layout says. 0, or -errno and why in a->message.
+ * in @fds (socket, region, doorbell, pool, the client's stdout or -1, the
+ * /dev/vgpu worker fd or -1) laid out as @layout says. 0, or -errno and
+ * why in a->message.
  */
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
 		   const int *ckpt, unsigned nckpt, const char *path, int onto,
 		   struct ckpt_answer *a)
 {
 	struct rebuild b = { .w = w, .why = a->message, .why_len = sizeof(a->message) };
-	struct migrate_state st = { .wl = *layout };
+	struct migrate_state st = { .wl = *layout,
+				    .carrier = fds[5] >= 0 ? VGPU_CARRIER_KMOD : VGPU_CARRIER_MEMFD };
 	struct vgpu_welcome wl = *layout;
 	struct vgpu_ckpt_expect ex = { 0 };
 	struct vgpu_ckpt_gpu gpu;
@@ -870,7 +843,7 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 		goto out;
 	}
 	ret = waiter_start(w);
-	if (!ret && (ret = take_ring(w, &st, fds)))
+	if (!ret && (ret = migrate_take_ring(w, &st, fds)))
 		snprintf(a->message, sizeof(a->message), "the session's rings cannot be mapped");
 	if (!ret && (ret = worker_build_memory(w, &wl)))
 		snprintf(a->message, sizeof(a->message), "the session's memory cannot be set up");
@@ -948,10 +921,11 @@ out:
 	}
 	if (w->stats) {
 		memcpy(w->stats->comm, w->comm, sizeof(w->stats->comm) - 1);
-		strcpy(w->stats->carrier, "memfd");
+		strcpy(w->stats->carrier, st.carrier == VGPU_CARRIER_KMOD ? "kmod" : "memfd");
 	}
-	vlog_info("session %llu: taken up from %s in %.3f s", (unsigned long long)w->session_id,
-		  path, a->result.total_ns / 1e9);
+	vlog_info("session %llu: taken up from %s in %.3f s%s", (unsigned long long)w->session_id,
+		  path, a->result.total_ns / 1e9,
+		  st.carrier == VGPU_CARRIER_KMOD ? " (over /dev/vgpu)" : "");
 	return 0;
 }
 
@@ -966,13 +940,17 @@ int worker_resume(struct worker *w, const struct worker_handoff *h, const int *f
 	w->client_uid = h->uid;
 	memcpy(w->comm, h->st.comm, sizeof(w->comm) - 1);
 	w->deferred = h->st.deferred;
-	if (nfds != MIGRATE_FDS) {
+	w->locked = h->flags & HANDOFF_F_LOCKED;	/* a process restore: held */
+	if (nfds < 1 || (unsigned)nfds != migrate_session_fds(&h->st) + 1) {
 		a.status = -EINVAL;
 		snprintf(a.message, sizeof(a.message), "the session came without its descriptors");
 	} else {
-		worker_take_up(w, &h->st.wl, fds, &fds[MIGRATE_SESSION_FDS], 1, h->path, h->gpu,
-			       &a);
-		close(fds[MIGRATE_SESSION_FDS]);	/* the move's file: read */
+		int take[MIGRATE_KMOD_FDS];
+
+		memcpy(take, fds, MIGRATE_SESSION_FDS * sizeof(int));
+		take[5] = h->st.carrier == VGPU_CARRIER_KMOD ? fds[5] : -1;
+		worker_take_up(w, &h->st.wl, take, &fds[nfds - 1], 1, h->path, h->gpu, &a);
+		close(fds[nfds - 1]);	/* the move's file: read */
 	}
 	say(w, &a);
 	if (a.status)
@@ -988,7 +966,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	struct vgpu_welcome wl = { 0 }, ok = { .magic = VGPU_PROTO_MAGIC,
 					       .version = VGPU_PROTO_VERSION,
 					       .carrier = VGPU_CARRIER_MEMFD };
-	int take[5], zero = 0, chain[VGPU_MAX_FDS];
+	int take[MIGRATE_KMOD_FDS], zero = 0, chain[VGPU_MAX_FDS];
 	const char *why = NULL;
 	unsigned nchain = 0;
 	int ret = -EINVAL;
@@ -1017,6 +995,17 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	}
 	w->session_id = h->resume_session;
 	memcpy(w->comm, h->comm, sizeof(w->comm) - 1);
+	take[5] = -1;
+	if (h->carrier == VGPU_CARRIER_KMOD) {	/* the module's rings, attached again */
+		take[5] = worker_attach_kmod(w, h->kmod_session, &why);
+		if (take[5] < 0) {
+			ret = take[5];
+			vgpu_fds_close(chain, nchain);
+			worker_refuse(w->sock, -ret, why);
+			free(rep);
+			return ret;
+		}
+	}
 	take[0] = w->sock;
 	take[1] = fds[0];
 	take[2] = fds[1];
@@ -1031,6 +1020,7 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 	}
 	free(rep);
 	write_once(&w->ring.sh->state, VGPU_WORKER_RUNNING);
+	ok.carrier = h->carrier;
 	ok.session_id = w->session_id;
 	if (vgpu_send_fds(w->sock, &ok, sizeof(ok), NULL, 0) != sizeof(ok))
 		return -EPIPE;

@@ -34,17 +34,27 @@ struct worker;
 #define WMSG_MIGRATING		4	/* struct ckpt_answer */
 
 #define MIGRATE_SESSION_FDS	5	/* socket, region, doorbell, pool, stdout */
-#define MIGRATE_FDS		6	/* those, and the checkpoint to take up */
+#define MIGRATE_KMOD_FDS	6	/* /dev/vgpu: those, and the worker fd */
+#define MIGRATE_FDS		6	/* memfd: the session's, and the checkpoint to take up */
+#define MIGRATE_MAX_FDS		7	/* /dev/vgpu: the session's, and the checkpoint */
 
 struct migrate_state {
 	struct vgpu_welcome wl;		/* the layout the client uses */
 	char comm[16];
 	int32_t deferred;		/* an error owed to the next sync call */
-	uint32_t pad;
+	uint32_t carrier;		/* VGPU_CARRIER_*: /dev/vgpu brings its worker fd */
 };
 
+/* The session's descriptors that come with @st. */
+static inline unsigned migrate_session_fds(const struct migrate_state *st)
+{
+	return st->carrier == VGPU_CARRIER_KMOD ? MIGRATE_KMOD_FDS : MIGRATE_SESSION_FDS;
+}
+
 #define HANDOFF_CLIENT		0	/* a new client: the socket */
-#define HANDOFF_RESUME		1	/* a moved session: MIGRATE_FDS fds */
+#define HANDOFF_RESUME		1	/* a moved session: its fds, the checkpoint last */
+#define HANDOFF_F_LOCKED	(1u << 0)	/* RESUME: hold the session until unlocked
+						 * (ckpt_process.h) */
 
 /* Supervisor -> an idle worker. */
 struct worker_handoff {
@@ -53,7 +63,7 @@ struct worker_handoff {
 	uint32_t type;			/* HANDOFF_* */
 	int32_t gpu;			/* RESUME: onto this GPU; -1: GPU 0 */
 	uint32_t gid;			/* the client's (SO_PEERCRED): the worker's */
-	uint32_t pad;
+	uint32_t flags;			/* HANDOFF_F_* */
 	struct migrate_state st;	/* RESUME */
 	char path[VGPU_CTL_MAX_ARG];	/* RESUME: the checkpoint's name (messages) */
 };
@@ -109,6 +119,9 @@ int worker_resume_client(struct worker *w, const struct vgpu_hello *h, int *fds,
 int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const int *fds,
 		   const int *ckpt, unsigned nckpt, const char *name, int gpu,
 		   struct ckpt_answer *a);
+/* The session's rings in @fds (as worker_take_up's) mapped and taken
+ * over where they stand (migrate_ring.c). */
+int migrate_take_ring(struct worker *w, const struct migrate_state *st, const int *fds);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);

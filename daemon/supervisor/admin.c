@@ -191,6 +191,23 @@ static void act(int slot, int fd, const struct ctl_parsed *p, const int *fds)
 	case VGPU_CTL_SESSIONS:
 		answer_sessions(fd, who, q->session);
 		break;
+	case VGPU_CTL_PROCESS: {
+		struct vgpu_ctl_process now;
+
+		memset(&now, 0, sizeof(now));
+		err = ad.ops->process(who, slot, (uint32_t)q->session, &p->proc, p->gpu, &now,
+				      because, sizeof(because));
+		if (!err) {
+			ad.fd[slot] = fd;	/* held until the worker answers */
+			return;
+		}
+		ad.fd[slot] = fd;
+		if (err > 0)
+			admin_process_done(slot, 0, "", &now);
+		else
+			admin_process_done(slot, -err, because, NULL);
+		return;
+	}
 	default:
 		if (q->op == VGPU_CTL_RESTORE)
 			err = ad.ops->restore(who, slot, p->path, p->gpu, fds, p->nfds, because,
@@ -251,6 +268,23 @@ void admin_checkpointed(int slot, const struct ckpt_answer *a)
 	r.message[sizeof(r.message) - 1] = 0;
 	if (send_all(fd, &r, sizeof(r)) && !a->status)
 		send_all(fd, &a->result, sizeof(a->result));
+	close(fd);
+	ad.fd[slot] = -1;
+}
+
+void admin_process_done(int slot, int err, const char *why, const struct vgpu_ctl_process *rec)
+{
+	struct vgpu_ctl_reply r = { .magic = VGPU_CTL_MAGIC, .version = VGPU_CTL_VERSION,
+				    .count = 1 };
+	int fd = ad.fd[slot];
+
+	if (fd < 0)
+		return;
+	if (err || !rec) {
+		refuse(fd, err ? err : EIO, "%s", why);
+	} else if (send_all(fd, &r, sizeof(r))) {
+		send_all(fd, rec, sizeof(*rec));
+	}
 	close(fd);
 	ad.fd[slot] = -1;
 }

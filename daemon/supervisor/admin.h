@@ -44,6 +44,13 @@ struct admin_ops {
 	 * or -errno and why now. */
 	int (*restore)(const struct ctl_caller *who, int slot, const char *path, int gpu,
 		       const int *fds, unsigned nfds, char *why, size_t len);
+	/* The process-checkpoint action @a on process @pid's session (onto GPU
+	 * @gpu, -1: its own): 1 and @now filled when answered at once, 0 when
+	 * the answer comes later through admin_process_done(slot), or -errno
+	 * and why. */
+	int (*process)(const struct ctl_caller *who, int slot, uint32_t pid,
+		       const struct vgpu_ctl_process_req *a, int gpu, struct vgpu_ctl_process *now,
+		       char *why, size_t len);
 };
 
 /* admin_gid: members act on every session, as root does; (gid_t)-1: none. */
@@ -62,6 +69,8 @@ void admin_close_all(void);
 void admin_checkpointed(int slot, const struct ckpt_answer *a);
 /* The checkpoint slot asked for will not come: err and why. */
 void admin_abort(int slot, int err, const char *why);
+/* The process action slot asked for: done (err 0, its record), or err and why. */
+void admin_process_done(int slot, int err, const char *why, const struct vgpu_ctl_process *rec);
 /* The restore slot asked for: registered (err 0), or err and why. */
 void admin_restored(int slot, int err, const char *why);
 

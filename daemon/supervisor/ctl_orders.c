@@ -14,6 +14,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "process_ckpt.h"
 #include "supervisor_state.h"
 
 /* gpu: an index the workers see, or -1; else -ENODEV and why. */
@@ -172,7 +173,8 @@ static int order_checkpoint(const struct ctl_caller *who, int slot, uint64_t id,
 const struct admin_ops sv_admin_ops = { .list_sessions = list_sessions,
 					.checkpoint = order_checkpoint,
 					.migrate = sv_order_migrate,
-					.restore = sv_order_restore };
+					.restore = sv_order_restore,
+					.process = sv_order_process };
 
 void sv_arm_ctl_accept(void)
 {

@@ -8,6 +8,7 @@
 #include "ctl_request.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 bool ctl_is_admin(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups, gid_t admin_gid)
@@ -31,6 +32,30 @@ static const char *path_arg(const struct vgpu_ctl_req *q, const char *arg)
 		return "the path must be one NUL-terminated string";
 	if (arg[0] != '/')
 		return "the path must be absolute";
+	return NULL;
+}
+
+/* PROCESS: a pid, and one action with its arguments and nothing else. */
+static const char *check_process(const struct vgpu_ctl_req *q, const char *arg, unsigned nfds)
+{
+	struct vgpu_ctl_process_req a;
+
+	if (!q->session || q->session > INT32_MAX)
+		return "process needs a process id";
+	if (nfds)
+		return "process takes no file descriptor";
+	if (q->arg_len != sizeof(a))
+		return "process takes its action as the argument";
+	memcpy(&a, arg, sizeof(a));
+	if (a.action < VGPU_CTL_PROC_STATE || a.action > VGPU_CTL_PROC_UNLOCK)
+		return "unknown process action";
+	for (size_t i = 0; i < sizeof(a.reserved); i++)
+		if (a.reserved[i])
+			return "reserved bytes must be zero";
+	if (a.timeout_ms && a.action != VGPU_CTL_PROC_LOCK)
+		return "only a lock takes a timeout";
+	if ((q->flags & VGPU_CTL_F_GPU) && a.action != VGPU_CTL_PROC_RESTORE)
+		return "only a restore takes a GPU";
 	return NULL;
 }
 
@@ -72,6 +97,9 @@ static const char *check_op(const struct vgpu_ctl_req *q, const char *arg, unsig
 		if (nfds)
 			return "migrate takes no file descriptor";
 		return NULL;
+	case VGPU_CTL_PROCESS:
+		*allowed = VGPU_CTL_F_GPU;
+		return check_process(q, arg, nfds);
 	default:
 		*err = EOPNOTSUPP;
 		return "unknown operation";
@@ -111,9 +139,11 @@ const char *ctl_parse(const void *buf, size_t len, unsigned nfds, const struct c
 	if (q->gpu >= 64)
 		return "GPU index out of range";
 	out->q = q;
-	out->path = q->arg_len ? arg : NULL;
+	out->path = q->arg_len && q->op != VGPU_CTL_PROCESS ? arg : NULL;
 	out->gpu = q->flags & VGPU_CTL_F_GPU ? (int)q->gpu : -1;
 	out->nfds = nfds;
+	if (q->op == VGPU_CTL_PROCESS)
+		memcpy(&out->proc, arg, sizeof(out->proc));
 	*err = 0;
 	return NULL;
 }

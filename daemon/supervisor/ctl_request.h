@@ -27,6 +27,7 @@ struct ctl_parsed {
 	const char *path;	/* CHECKPOINT, RESTORE: the argument; else NULL */
 	int gpu;		/* VGPU_CTL_F_GPU: its index; else -1 */
 	unsigned nfds;		/* descriptors it came with (checked against the op) */
+	struct vgpu_ctl_process_req proc;	/* PROCESS: the argument, copied */
 };
 
 /*

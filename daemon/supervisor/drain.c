@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "process_ckpt.h"
 #include "supervisor_state.h"
 
 /* The folder of @path synced, so that a rename in it lasts. */
@@ -94,6 +95,7 @@ void sv_start_drain(void)
 	struct io_uring_sqe *sqe;
 	static struct ckpt_order o;
 
+	sv_parked_drain(dir);	/* cuCheckpointProcessCheckpoint's, in our memory */
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
 		int fd, ret;

@@ -116,6 +116,17 @@ static int kmod_attach(int i, uint64_t id)
 	return fd;
 }
 
+/* The worker that had /dev/vgpu session @id attached is gone: the session
+ * may be attached again, by a worker of the same client (a session taken
+ * up after vgpuctl checkpoint --stop, its program still holding it). */
+void sv_kmod_worker_gone(uint64_t id)
+{
+	struct ksession *k = id ? ks_find(id) : NULL;
+
+	if (k)
+		k->attached = false;
+}
+
 void sv_on_attach_request(int i)
 {
 	struct wslot *ws = &sv.w[i];

@@ -26,12 +26,15 @@ void sv_moved(int j)
 		vlog_warn("worker %d: cannot tell it the session moved", from->pid);
 	if (!v.status) {
 		from->moved = true;
+		from->kmod_session = 0;	/* the new worker serves it */
 		chain_close(&to->last);
 		to->last = from->last;	/* the session's, wherever it runs */
 		memset(&from->last, 0, sizeof(from->last));
 		vlog_info("session %llu: moved from worker %d to worker %d",
 			  (unsigned long long)to->session_id, from->pid, to->pid);
 	}
+	if (v.status)	/* the move failed: the /dev/vgpu session stays the old worker's */
+		to->kmod_session = 0;
 	to->moved_from = -1;
 }
 
@@ -41,7 +44,7 @@ void sv_on_migrating(int i)
 {
 	static struct worker_handoff h;
 	struct wslot *ws = &sv.w[i];
-	int fds[MIGRATE_FDS], nfds = MIGRATE_SESSION_FDS, j, n, slot = ws->admin_slot;
+	int fds[MIGRATE_MAX_FDS], nfds = MIGRATE_KMOD_FDS, j, n, slot = ws->admin_slot;
 
 	if (ws->ckpt.status) {		/* refused: the old worker serves on */
 		admin_checkpointed(slot, &ws->ckpt);
@@ -54,8 +57,8 @@ void sv_on_migrating(int i)
 	for (j = 0; j < MAX_WORKERS; j++)
 		if (sv.w[j].pid && sv.w[j].state == W_IDLE)
 			break;
-	if (n != sizeof(h.st) || nfds != MIGRATE_SESSION_FDS || j == MAX_WORKERS ||
-	    !ws->move.n) {
+	if (n != sizeof(h.st) || (unsigned)nfds != migrate_session_fds(&h.st) || j == MAX_WORKERS ||
+	    !ws->move.n || (h.st.carrier == VGPU_CARRIER_KMOD) != !!ws->kmod_session) {
 		struct migrate_verdict v = { .status = -EAGAIN };
 
 		for (int k = 0; n >= 0 && k < nfds; k++)
@@ -76,9 +79,9 @@ void sv_on_migrating(int i)
 	/* Onto the GPU ordered, else the one the session is on. */
 	h.gpu = ws->move_gpu >= 0 ? ws->move_gpu : sv.stats ? sv.stats[i].gpu : -1;
 	snprintf(h.path, sizeof(h.path), "%s", ws->move.path);
-	fds[MIGRATE_SESSION_FDS] = ws->move.fd[0];	/* the state, written */
-	n = vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, MIGRATE_FDS);
-	for (int k = 0; k < MIGRATE_SESSION_FDS; k++)
+	fds[nfds] = ws->move.fd[0];	/* the state, written */
+	n = vgpu_send_fds(sv.w[j].ctl, &h, sizeof(h), fds, nfds + 1);
+	for (int k = 0; k < nfds; k++)
 		close(fds[k]);	/* the new worker has them, and the old one still */
 	chain_close(&ws->move);
 	sv.w[j].state = W_BUSY;
@@ -89,6 +92,7 @@ void sv_on_migrating(int i)
 	sv.w[j].admin_slot = slot;
 	sv.w[j].moved_from = i;
 	sv.w[j].paused_at = ws->ckpt.result.paused_at_ns;
+	sv.w[j].kmod_session = ws->kmod_session;	/* its CLOSED ends the new worker */
 	sv.sessions++;
 	ws->admin_slot = -1;
 	if (n < 0) {
@@ -116,9 +120,10 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 			snprintf(why, len, "session %llu is ending or moving", (unsigned long long)id);
 			return -ESHUTDOWN;
 		}
-		if (ws->kmod_session) {
-			snprintf(why, len, "sessions over /dev/vgpu cannot move yet");
-			return -EOPNOTSUPP;
+		if (ws->locked) {	/* the new worker would serve it unlocked */
+			snprintf(why, len, "session %llu is locked (cuCheckpointProcessLock)",
+				 (unsigned long long)id);
+			return -EBUSY;
 		}
 		if (ws->admin_slot >= 0 || !sv.stats) {
 			snprintf(why, len, "session %llu is being checkpointed", (unsigned long long)id);

@@ -24,6 +24,7 @@
 #include "admission.h"
 #include "clock.h"
 #include "log.h"
+#include "process_ckpt.h"
 #include "supervisor_state.h"
 
 struct sv_state sv;
@@ -139,6 +140,9 @@ static void handle(struct io_uring_cqe *cqe)
 		break;
 	case EV_HELLO:
 		sv_on_hello((uint32_t)idx, cqe->res);
+		break;
+	case EV_PARKED:
+		sv_on_parked((uint32_t)idx, cqe->res);
 		break;
 	case EV_ADMIT_TICK:
 		admit_sweep(vgpu_now_ns(), sv_hello_overdue);

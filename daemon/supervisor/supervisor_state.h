@@ -76,6 +76,9 @@ struct wslot {
 	char *drain_tmp;	/* temporary one it is written to */
 	int move_gpu;		/* the GPU a move it was ordered goes to, or -1 */
 	uint64_t paused_at;	/* taking a session over: when its old worker paused it */
+	bool locked;		/* process_ckpt.c: its worker holds the session */
+	int proc_action;	/* process_ckpt.c: the action admin_slot waits for */
+	uint64_t lock_deadline;	/* and a lock's timeout (CLOCK_MONOTONIC ns), or 0 */
 	union {			/* what the worker says lands here */
 		struct worker_msg msg;
 		struct ckpt_answer ckpt;
@@ -121,7 +124,7 @@ struct restore_job {
 
 /* What an io_uring completion is about. */
 enum ev_kind { EV_ACCEPT = 1, EV_SIGNAL, EV_WORKER, EV_KMOD, EV_CTL_ACCEPT, EV_CTL_READ,
-	       EV_DRAIN_TIMEOUT, EV_HELLO, EV_ADMIT_TICK, EV_RESTORED };
+	       EV_DRAIN_TIMEOUT, EV_HELLO, EV_ADMIT_TICK, EV_RESTORED, EV_PARKED };
 #define UD(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 struct sv_state {
@@ -171,6 +174,7 @@ void sv_kmod_register(void);
 void sv_drain_kmod_events(void);
 void sv_arm_kmod(void);
 void sv_on_attach_request(int i);
+void sv_kmod_worker_gone(uint64_t id);
 
 /* chain.c */
 void chain_close(struct chain *c);

@@ -19,6 +19,7 @@
 #include "jit_cache.h"
 #include "log.h"
 #include "privdrop.h"
+#include "process_ckpt.h"
 #include "supervisor_state.h"
 
 /* The worker becomes its client's user, or --worker-user for root's (privdrop.h). */
@@ -48,7 +49,7 @@ static void worker_child(int ctl, int slot)
 {
 	static struct worker_handoff h;
 	struct worker w;
-	int fds[MIGRATE_FDS], nfds = MIGRATE_FDS, ret;
+	int fds[MIGRATE_MAX_FDS], nfds = MIGRATE_MAX_FDS, ret;
 	uint8_t ready = 1;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);	/* the daemon's end is ours */
@@ -173,7 +174,8 @@ void sv_on_worker_msg(int i, int res)
 		return;
 	}
 	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_MIGRATING && ws->admin_slot >= 0) {
-		sv_on_migrating(i);
+		if (!sv_process_migrating(i))
+			sv_on_migrating(i);
 		arm_worker(i);
 		return;
 	}
@@ -190,6 +192,11 @@ void sv_on_worker_msg(int i, int res)
 	}
 	if (res == sizeof(ws->msg) && ws->msg.type == WMSG_RESUME && ws->state == W_BUSY) {
 		sv_on_resume_request(i);
+		arm_worker(i);
+		return;
+	}
+	if (res == sizeof(ws->ckpt) && ws->ckpt.type == WMSG_CHECKPOINTED && ws->admin_slot >= 0 &&
+	    ws->proc_action && sv_process_answer(i)) {
 		arm_worker(i);
 		return;
 	}
@@ -272,6 +279,7 @@ void sv_reap_children(void)
 			chain_close(&ws->ordered);
 			chain_close(&ws->last);
 			chain_close(&ws->move);
+			sv_kmod_worker_gone(ws->kmod_session);
 			sv_drain_file_done(ws, false);
 			gen = ws->gen;
 			memset(ws, 0, sizeof(*ws));

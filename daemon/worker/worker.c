@@ -21,6 +21,7 @@
 
 #include "barrier.h"
 #include "checkpoint.h"
+#include "ckpt_process.h"
 #include "migrate.h"
 #include "clock.h"
 #include "fdpass.h"
@@ -300,12 +301,14 @@ static int check_hello(const struct vgpu_hello *h, const char **why)
 	*why = "unknown flags or reserved fields set in hello";
 	if ((h->flags & ~VGPU_HELLO_RESUME) || h->reserved)
 		return -EINVAL;
-	*why = "a resume names no session, or comes over /dev/vgpu";
-	if (!(h->flags & VGPU_HELLO_RESUME) != !h->resume_session ||
-	    ((h->flags & VGPU_HELLO_RESUME) && h->carrier != VGPU_CARRIER_MEMFD))
+	*why = "a resume names no session";
+	if (!(h->flags & VGPU_HELLO_RESUME) != !h->resume_session)
 		return -EINVAL;
 	*why = "unknown carrier in hello";
 	if (h->carrier != VGPU_CARRIER_MEMFD && h->carrier != VGPU_CARRIER_KMOD)
+		return -EINVAL;
+	*why = "a resume over /dev/vgpu names no /dev/vgpu session";
+	if ((h->flags & VGPU_HELLO_RESUME) && h->carrier == VGPU_CARRIER_KMOD && !h->kmod_session)
 		return -EINVAL;
 	*why = "a memfd hello names a /dev/vgpu session";
 	if (h->carrier == VGPU_CARRIER_MEMFD && h->kmod_session)
@@ -344,7 +347,7 @@ static int memfd_carrier(struct worker *w, const struct vgpu_hello *h, struct vg
 }
 
 /* The supervisor checks that the session is our client's and attaches it. */
-static int attach_session(struct worker *w, uint64_t id, const char **why)
+int worker_attach_kmod(struct worker *w, uint64_t id, const char **why)
 {
 	struct worker_msg m = { .type = WMSG_ATTACH, .kmod_session = id };
 	struct attach_reply rep;
@@ -385,7 +388,7 @@ static int kmod_carrier(struct worker *w, const struct vgpu_hello *h, struct vgp
 {
 	int fd, ret;
 
-	fd = attach_session(w, h->kmod_session, why);
+	fd = worker_attach_kmod(w, h->kmod_session, why);
 	if (fd < 0)
 		return fd;
 	*why = "the /dev/vgpu session cannot be mapped";
@@ -638,7 +641,7 @@ static bool order_valid(const struct ckpt_order *o, ssize_t n)
 {
 	return n == (ssize_t)sizeof(*o) && memchr(o->path, 0, sizeof(o->path)) &&
 	       (o->type == WORDER_CHECKPOINT || o->type == WORDER_MIGRATE ||
-		o->type == WORDER_SUSPEND);
+		o->type == WORDER_SUSPEND || o->type == WORDER_LOCK || o->type == WORDER_UNLOCK);
 }
 
 /* What a stalled session answers to order type @type, in @buf. */
@@ -696,6 +699,17 @@ static void take_order(struct worker *w, const char *stalled)
 	if (!o)
 		return;
 	n = recv(w->ctl, o, sizeof(*o), MSG_DONTWAIT);
+	/* A lock or unlock brings no descriptor, and only a lock waits on
+	 * what the program and the GPU are doing. */
+	if (order_valid(o, n) && (o->type == WORDER_LOCK || o->type == WORDER_UNLOCK)) {
+		if (o->type == WORDER_LOCK && !stalled && worker_callbacks_stuck(w))
+			stalled = "in a host callback";
+		if (o->type == WORDER_LOCK && !stalled && streamops_gpu_stalled(w))
+			stalled = STREAMOPS_STALLED;
+		worker_process_order(w, o->type, stalled);
+		free(o);
+		return;
+	}
 	if (order_valid(o, n) && !stalled && worker_callbacks_stuck(w))
 		stalled = "in a host callback";
 	/* Before anything that may wait on the GPU (pinning a buffer, loading
@@ -849,6 +863,12 @@ int worker_loop(struct worker *w)
 	ring_thread = true;
 	worker_may_print(w);	/* a session taken up drains before its first answer */
 	while (!read_once(&w->dead) && !w->moved) {
+		if (w->locked) {	/* a process lock: orders only */
+			orders(w);
+			if (w->locked && !w->moved && !worker_hold(w, ORDER_POLL_MS))
+				break;
+			continue;
+		}
 		if (worker_sq_pop(&w->ring, &sqe)) {
 			dispatch_entry(w, &sqe);
 			spin_start = 0;

@@ -98,6 +98,7 @@ struct worker {
 	bool moved;			/* the session went to another worker */
 	uint32_t cb_posted;		/* host callbacks asked for (atomic: graph host
 					 * nodes ask from the driver's threads) */
+	bool locked;			/* takes no entry until unlocked (ckpt_process.h) */
 	uint32_t cb_finished;		/* and acknowledged (callback threads) */
 	struct pools *pools;		/* stream-ordered memory pools (pool.c) */
 	struct vmm_state *vmm;		/* the client's virtual memory API (exec_vmm.c) */
@@ -268,6 +269,9 @@ bool worker_wait_doorbell(struct worker *w, int timeout_ms);
 bool worker_wait_client(struct worker *w, bool bell, unsigned int us, const char *what);
 /* The same check without sleeping: true (and w->dead) when it is gone. */
 bool worker_client_gone(struct worker *w);
+/* The /dev/vgpu session @id of this worker's client, attached by the
+ * supervisor: its worker fd, or -errno and why. */
+int worker_attach_kmod(struct worker *w, uint64_t id, const char **why);
 /*
  * Called by waits on the client: on the ring's thread, an order (or a
  * checkpoint or move waiting for its pause) that the wait has kept from

@@ -74,6 +74,27 @@
  *               rebuilds the session from the file. Refused: a damaged or
  *               foreign file, a session already waiting, one still running,
  *               another user's session (the uid the file records).
+ *   PROCESS     NVIDIA's process-checkpoint API (cuCheckpointProcess*,
+ *               runtime/ckptapi/) on the session of process req.session
+ *               (a pid); argument: struct vgpu_ctl_process_req; no
+ *               descriptor; one struct vgpu_ctl_process record. Who may:
+ *               the rule of every request above, with the pid's session
+ *               in place of a session number: the caller's own uid, root
+ *               or the admin group; another user's process is answered as
+ *               one with no session (the driver's INVALID_VALUE), as NVIDIA
+ *               asks ptrace rights over the target. LOCK: the worker takes
+ *               no more of the session's entries and drains its GPU work
+ *               (state LOCKED). CHECKPOINT (LOCKED only): its state goes
+ *               into a memfd of the daemon's, its worker ends (the GPU
+ *               memory and contexts are freed) and the daemon holds the
+ *               session's rings and socket: the program notices nothing,
+ *               its calls wait (CHECKPOINTED). RESTORE (CHECKPOINTED only):
+ *               a fresh worker rebuilds the state from the memfd at the same
+ *               addresses, on the session's GPU or req.gpu's, and holds the
+ *               session (LOCKED). UNLOCK (LOCKED only): served again
+ *               (RUNNING). STATE: the state only. A call in the wrong state
+ *               is refused with -EBADFD, a lock not taken within
+ *               timeout_ms with -ETIMEDOUT (the session runs on).
  */
 #ifndef VGPU_CTL_H
 #define VGPU_CTL_H
@@ -95,12 +116,15 @@ enum vgpu_ctl_op {
 	VGPU_CTL_CHECKPOINT = 2,	/* record: struct vgpu_ctl_checkpoint */
 	VGPU_CTL_MIGRATE = 3,	/* record: struct vgpu_ctl_checkpoint */
 	VGPU_CTL_RESTORE = 4,	/* no record */
+	VGPU_CTL_PROCESS = 5,	/* record: struct vgpu_ctl_process */
 };
 
 #define VGPU_CTL_F_COMPRESS	(1u << 0)	/* CHECKPOINT: zstd sections */
 #define VGPU_CTL_F_STOP		(1u << 2)	/* CHECKPOINT: end the session once the
 						 * file is written; its program waits
-						 * for a RESTORE of it (over memfd) */
+						 * for a RESTORE of it (over /dev/vgpu:
+						 * by the same daemon, the module's
+						 * sessions ending with their server) */
 #define VGPU_CTL_F_INCREMENTAL	(1u << 3)	/* CHECKPOINT: allocations unchanged since
 						 * the session's last checkpoint (the
 						 * parent) are not written again; with
@@ -206,7 +230,38 @@ struct vgpu_ctl_checkpoint {
 	uint32_t incremental;	/* 1: the file has a parent */
 };
 
+enum vgpu_ctl_process_action {
+	VGPU_CTL_PROC_STATE = 1,
+	VGPU_CTL_PROC_LOCK = 2,
+	VGPU_CTL_PROC_CHECKPOINT = 3,
+	VGPU_CTL_PROC_RESTORE = 4,
+	VGPU_CTL_PROC_UNLOCK = 5,
+};
+
+/* CUprocessState's values. */
+enum vgpu_ctl_process_state {
+	VGPU_CTL_PROC_RUNNING = 0,
+	VGPU_CTL_PROC_LOCKED = 1,
+	VGPU_CTL_PROC_CHECKPOINTED = 2,
+	VGPU_CTL_PROC_FAILED = 3,
+};
+
+struct vgpu_ctl_process_req {
+	uint32_t action;	/* enum vgpu_ctl_process_action */
+	uint32_t timeout_ms;	/* LOCK: 0 none; else 0 */
+	uint8_t reserved[24];
+};
+
+struct vgpu_ctl_process {
+	uint32_t state;		/* enum vgpu_ctl_process_state, after the action */
+	uint32_t reserved;
+	uint64_t session;	/* the pid's session */
+	struct vgpu_ctl_checkpoint ckpt;	/* CHECKPOINT, RESTORE: its figures */
+};
+
 _Static_assert(sizeof(struct vgpu_ctl_req) == 64, "control request layout");
+_Static_assert(sizeof(struct vgpu_ctl_process_req) == 32, "process request layout");
+_Static_assert(sizeof(struct vgpu_ctl_process) == 96, "process record layout");
 _Static_assert(sizeof(struct vgpu_ctl_checkpoint) == 80, "checkpoint record layout");
 _Static_assert(sizeof(struct vgpu_ctl_reply) == 128, "control reply layout");
 _Static_assert(sizeof(struct vgpu_ctl_session) == 88, "session record layout");

@@ -334,9 +334,14 @@ static bool resume(void)
 		}
 		if (sock >= 0) {
 			fill_hello(&h);
-			h.carrier = VGPU_CARRIER_MEMFD;
+			h.carrier = s->carrier;
 			h.flags = VGPU_HELLO_RESUME;
 			h.resume_session = s->wl.session_id;
+			if (s->carrier == VGPU_CARRIER_KMOD) {	/* its rings are the module's */
+				h.kmod_session = s->kmod.session_id;
+				h.sq_entries = s->kmod.sq_entries;
+				h.cq_entries = s->kmod.cq_entries;
+			}
 			n = fcntl(STDOUT_FILENO, F_GETFD) < 0 ? 3 : 4;
 			if (vgpu_send_fds(sock, &h, sizeof(h), fds, n) == sizeof(h) &&
 			    vgpu_send_fds(sock, &s->wl, sizeof(s->wl), NULL, 0) == sizeof(s->wl) &&
@@ -366,8 +371,7 @@ static bool check_alive(void)
 {
 	struct pollfd p = { .fd = cl.s.sock, .events = POLLIN | POLLRDHUP };
 
-	if (read_once(&cl.s.ring.sh->state) == VGPU_WORKER_SUSPENDED &&
-	    cl.s.carrier == VGPU_CARRIER_MEMFD) {
+	if (read_once(&cl.s.ring.sh->state) == VGPU_WORKER_SUSPENDED) {
 		if (resume())
 			return true;
 		mark_dead();

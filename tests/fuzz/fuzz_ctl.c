@@ -8,7 +8,7 @@
  * how many of the caller's groups follow as 4-byte gids (for
  * ctl_is_admin); then the message itself. A request the parser accepts is
  * checked against what ctl.h promises of it: the argument a path that ends
- * in its NUL inside the message, as many descriptors as the operation
+ * in its NUL inside the message (a process action: its fixed argument), as many descriptors as the operation
  * takes, only its flags. The tail is also given, NUL-terminated, to
  * vgpu_ctl_path_for as a socket path.
  */
@@ -38,6 +38,17 @@ static void check_accepted(const struct ctl_parsed *p, const uint8_t *msg, size_
 						 : !p->nfds || p->nfds > VGPU_CTL_MAX_FDS ||
 						   q->session)
 			__builtin_trap();
+		break;
+	case VGPU_CTL_PROCESS:
+		if (p->nfds || p->path || q->arg_len != sizeof(p->proc) || !q->session ||
+		    q->session > INT32_MAX || memcmp(&p->proc, q + 1, sizeof(p->proc)) ||
+		    p->proc.action < VGPU_CTL_PROC_STATE || p->proc.action > VGPU_CTL_PROC_UNLOCK ||
+		    (p->proc.timeout_ms && p->proc.action != VGPU_CTL_PROC_LOCK) ||
+		    ((q->flags & VGPU_CTL_F_GPU) && p->proc.action != VGPU_CTL_PROC_RESTORE))
+			__builtin_trap();
+		for (size_t i = 0; i < sizeof(p->proc.reserved); i++)
+			if (p->proc.reserved[i])
+				__builtin_trap();
 		break;
 	default:
 		__builtin_trap();

@@ -6,6 +6,11 @@
 #
 #   e2e.sh start             vgpud --backend host, registered as the server
 #   e2e.sh run PROG [ARGS]   PROG through vgpu with VGPU_TRANSPORT=kmod
+#   e2e.sh stop_restore      vgpuctl checkpoint --stop, then restore, of a
+#                            session over /dev/vgpu
+#   e2e.sh move              a session over /dev/vgpu moved, then checkpointed
+#                            and restored through cuCheckpointProcess* by
+#                            another process (ckpt_api_driver)
 #   e2e.sh memfd PROG        the same with VGPU_TRANSPORT=memfd, module loaded
 #   e2e.sh auto PROG         no VGPU_TRANSPORT: must pick /dev/vgpu
 #   e2e.sh refuse            the daemon's checks of a /dev/vgpu hello (h_e2e)
@@ -149,6 +154,68 @@ start)
 run)
 	shift
 	through kmod "$V/e2e/$@"
+	;;
+move)
+	# A session over /dev/vgpu moved to another worker (vgpuctl migrate),
+	# then locked, checkpointed, restored and unlocked by another process
+	# (cuCheckpointProcess*): each time a new worker maps the module's
+	# rings; the program finds its memory and its kernel after both.
+	rm -f /tmp/move.go
+	background $V/e2e/ckpt_api_driver target /tmp/move.go >/tmp/move.out 2>&1
+	i=0
+	while ! grep -q '^ready$' /tmp/move.out 2>/dev/null && [ $i -lt 600 ]; do
+		kill -0 $bg 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q '^ready$' /tmp/move.out || fail "the program did not start: $(tail -n 3 /tmp/move.out)"
+	[ "$(served_over $bg)" = /dev/vgpu ] || fail "the program is not served over /dev/vgpu"
+	id=$(vgpuctl sessions --socket $SOCK | awk -v p=$bg '$2 == p { print $1 }')
+	[ -n "$id" ] || fail "the session is not listed"
+	i=0
+	until vgpuctl migrate "$id" --socket $SOCK >/tmp/move.ctl 2>&1; do
+		i=$((i + 1))	# the pool's second worker may still be starting
+		[ $i -lt 20 ] && grep -q "no idle worker" /tmp/move.ctl ||
+			fail "migrate: $(cat /tmp/move.ctl)"
+		sleep 0.5
+	done
+	$V/bin/vgpu run --socket $SOCK -- $V/e2e/ckpt_api_driver tool $bg all >/tmp/move.tool 2>&1 ||
+		fail "the process-checkpoint API: $(grep -E 'FAIL|FATAL' /tmp/move.tool | head -n 3)"
+	touch /tmp/move.go
+	wait $bg || fail "the program after the move and the restore: $(tail -n 3 /tmp/move.out)"
+	n=$(grep -c 'taken up from .* (over /dev/vgpu)' $LOG)
+	[ "$n" -ge 2 ] || fail "$n take-ups over /dev/vgpu in vgpud's log, want 2"
+	echo "e2e: over /dev/vgpu: moved, then checkpointed and restored by another process ($(grep ' ms$' /tmp/move.tool | tr '\n' ' '))"
+	;;
+stop_restore)
+	# vgpuctl checkpoint --stop of a session over /dev/vgpu: its worker
+	# goes, the program holds the module's session and waits; vgpuctl
+	# restore of the file: the program comes back (a worker attaches the
+	# same /dev/vgpu session) and finds its memory and its kernel.
+	rm -f /tmp/stop.go /tmp/stop.vgc
+	background $V/e2e/ckpt_api_driver target /tmp/stop.go >/tmp/stop.out 2>&1
+	i=0
+	while ! grep -q '^ready$' /tmp/stop.out 2>/dev/null && [ $i -lt 600 ]; do
+		kill -0 $bg 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q '^ready$' /tmp/stop.out || fail "the program did not start: $(tail -n 3 /tmp/stop.out)"
+	id=$(vgpuctl sessions --socket $SOCK | awk -v p=$bg '$2 == p { print $1 }')
+	[ -n "$id" ] || fail "the session is not listed"
+	vgpuctl checkpoint "$id" -o /tmp/stop.vgc --stop --socket $SOCK >/tmp/stop.ctl 2>&1 ||
+		fail "checkpoint --stop: $(cat /tmp/stop.ctl)"
+	touch /tmp/stop.go	# the program's next calls wait for the restore
+	i=0
+	until vgpuctl restore /tmp/stop.vgc --socket $SOCK >/tmp/stop.ctl 2>&1; do
+		i=$((i + 1))	# its worker may still be ending
+		[ $i -lt 20 ] && grep -q "is running" /tmp/stop.ctl || fail "restore: $(cat /tmp/stop.ctl)"
+		sleep 0.5
+	done
+	wait $bg || fail "the program after the restore: $(tail -n 3 /tmp/stop.out)"
+	grep -q 'taken up from /tmp/stop.vgc .*(over /dev/vgpu)' $LOG ||
+		fail "no take-up over /dev/vgpu in vgpud's log"
+	echo "e2e: over /dev/vgpu: stopped into a file, restored from it; the program went on"
 	;;
 memfd)
 	through memfd "$V/e2e/$2"

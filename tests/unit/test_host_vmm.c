@@ -63,6 +63,31 @@ int main(void)
 	      (F_SEAL_SHRINK | F_SEAL_GROW), "the exported memfd cannot change size");
 	CHECK(ftruncate(fd, 0) < 0, "not even by its holder");
 
+	/* Compression is a hint the emulated device does not take; the
+	 * properties of a handle say what it was given. */
+	{
+		CUmemAllocationProp cp = prop, got;
+		CUmemGenericAllocationHandle hc;
+		int sup = -1;
+
+		cp.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
+		CHECK(B.cuDeviceGetAttribute(&sup, CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED,
+					     dev) == CUDA_SUCCESS && sup == 0);
+		CHECK(B.cuMemCreate(&hc, g, &cp, 0) == CUDA_SUCCESS, "compressible memory asked");
+		memset(&got, 0xff, sizeof(got));
+		CHECK(B.cuMemGetAllocationPropertiesFromHandle(&got, hc) == CUDA_SUCCESS &&
+		      got.allocFlags.compressionType == CU_MEM_ALLOCATION_COMP_NONE &&
+		      got.type == CU_MEM_ALLOCATION_TYPE_PINNED && got.location.id == 0 &&
+		      got.requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		      "plain memory given, and said");
+		CHECK(B.cuMemGetAllocationPropertiesFromHandle(NULL, hc) == CUDA_ERROR_INVALID_VALUE);
+		cp.allocFlags.compressionType = 0x7f;
+		CHECK(B.cuMemCreate(&hi, g, &cp, 0) == CUDA_ERROR_INVALID_VALUE, "unknown compression");
+		CHECK(B.cuMemRelease(hc) == CUDA_SUCCESS);
+		CHECK(B.cuMemGetAllocationPropertiesFromHandle(&got, hc) == CUDA_ERROR_INVALID_VALUE,
+		      "a released handle has no properties");
+	}
+
 	/* The same bytes through an import, mapped elsewhere. */
 	CHECK(B.cuMemImportFromShareableHandle(&hi, (void *)(intptr_t)fd,
 					       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==

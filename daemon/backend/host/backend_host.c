@@ -510,7 +510,7 @@ static const int attrs[] = {
 	[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0,
 	[CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR] = 32,
 	[CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED] = 0,
-	[CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE] = 32505856,
+	[CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE] = HOST_PERSISTING_L2_MAX,
 	[CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE] = 134213632,
 	[CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED] = 0,
 	[CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK] = HOST_SMEM_RESERVED,
@@ -852,10 +852,30 @@ CUresult host_cuCtxSetLimit(CUlimit limit, size_t value)
 		case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
 			c->limit[limit] = value;
 			break;
+		case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
+			/* The L2 set-aside for persisting lines: the driver
+			 * keeps at most the device's maximum (cuCtxGetLimit
+			 * tells what it kept). The emulation has no cache
+			 * to set aside: the size is all there is of it. */
+			c->limit[limit] = value < HOST_PERSISTING_L2_MAX ? value : HOST_PERSISTING_L2_MAX;
+			break;
 		default:
 			r = CUDA_ERROR_UNSUPPORTED_LIMIT;
 		}
 	}
+	pthread_mutex_unlock(&host.lock);
+	return r;
+}
+
+/* Demotes the persisting lines of the L2 to normal ones: with no cache in
+ * the emulation there are none, so only the driver's check is left. */
+CUresult host_cuCtxResetPersistingL2Cache(void)
+{
+	struct host_ctx *c;
+	CUresult r;
+
+	pthread_mutex_lock(&host.lock);
+	r = host_ctx_get(&c);
 	pthread_mutex_unlock(&host.lock);
 	return r;
 }
@@ -879,6 +899,7 @@ CUresult host_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 		case CU_LIMIT_SHMEM_SIZE:
 		case CU_LIMIT_CIG_ENABLED:
 		case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:
+		case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
 			*pvalue = c->limit[limit];
 			break;
 		default:

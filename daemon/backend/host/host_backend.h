@@ -31,6 +31,7 @@
 #define HOST_SMEM_OPTIN		(227u << 10)	/* per block with opt-in */
 #define HOST_SMEM_PER_SM	(228u << 10)
 #define HOST_SMEM_RESERVED	(1u << 10)	/* per block, by the system */
+#define HOST_PERSISTING_L2_MAX	32505856u	/* the L2 a context may set aside */
 #define HOST_PRIO_LEAST		0
 #define HOST_PRIO_GREATEST	(-5)
 
@@ -146,6 +147,9 @@ void host_ctx_poison(struct host_ctx *ctx, CUresult err);
 /* Frees everything ctx owns; under host.lock. */
 void host_ctx_release_objects(struct host_ctx *ctx);
 CUresult host_check_init(void);
+/* host_mem_props.c: what a physical allocation may ask for, and is given. */
+CUresult host_check_alloc_prop(const CUmemAllocationProp *prop);
+void host_granted_prop(CUmemAllocationProp *out, const CUmemAllocationProp *asked);
 
 /* host_memory.c */
 enum host_access { HOST_READ = 1, HOST_WRITE = 2 };

@@ -35,6 +35,7 @@ struct host_alloc {
 	unsigned maps;		/* live cuMemMap mappings of it */
 	int released;		/* cuMemRelease called: free at the last unmap */
 	int imported;		/* another process's memory: not in our budget */
+	CUmemAllocationProp prop;	/* what cuMemGetAllocationPropertiesFromHandle says */
 };
 
 /*
@@ -309,33 +310,6 @@ CUresult host_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 /* --- physical allocations ---------------------------------------------- */
 
-static CUresult check_prop(const CUmemAllocationProp *prop)
-{
-	if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (prop->location.id != 0)
-		return CUDA_ERROR_INVALID_DEVICE;
-	return CUDA_SUCCESS;
-}
-
-CUresult host_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
-					    CUmemAllocationGranularity_flags option)
-{
-	CUresult r = host_check_init();
-
-	if (r)
-		return r;
-	if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
-			     option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
-		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = check_prop(prop)))
-		return r;
-	*granularity = HOST_GRANULARITY;
-	return CUDA_SUCCESS;
-}
-
 static void alloc_free(struct host_alloc *a)
 {
 	close(a->fd);
@@ -355,16 +329,17 @@ CUresult host_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		return r;
 	if (!handle || !size || flags || size % HOST_GRANULARITY)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = check_prop(prop)))
+	if ((r = host_check_alloc_prop(prop)))
 		return r;
 	if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 		return CUDA_ERROR_NOT_SUPPORTED;
-	if (prop->allocFlags.compressionType || prop->allocFlags.gpuDirectRDMACapable)
+	if (prop->allocFlags.gpuDirectRDMACapable)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a->size = size;
+	host_granted_prop(&a->prop, prop);
 	a->fd = memfd_create(HOST_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (a->fd < 0 || ftruncate(a->fd, (off_t)size) < 0 ||
 	    fcntl(a->fd, F_ADD_SEALS, HOST_SEALS) < 0) {
@@ -401,6 +376,25 @@ CUresult host_cuMemRelease(CUmemGenericAllocationHandle handle)
 		if (!a->maps)
 			alloc_free(a);
 	}
+	pthread_mutex_unlock(&host.lock);
+	return r;
+}
+
+CUresult host_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+						     CUmemGenericAllocationHandle handle)
+{
+	struct host_alloc *a = (struct host_alloc *)(uintptr_t)handle;
+	CUresult r = host_check_init();
+
+	if (r)
+		return r;
+	if (!prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&host.lock);
+	if (!host_set_has(&host.allocs, a) || a->released)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		*prop = a->prop;
 	pthread_mutex_unlock(&host.lock);
 	return r;
 }
@@ -485,6 +479,7 @@ CUresult host_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handl
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a->size = size;
 	a->imported = 1;
+	host_granted_prop(&a->prop, NULL);
 	a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	pthread_mutex_lock(&host.lock);
 	if (a->fd < 0 || host_set_add(&host.allocs, a)) {

@@ -218,6 +218,19 @@ static void alloc_put(struct worker *w, struct vmm_state *s, struct vmm_alloc *a
 	free(a);
 }
 
+/* Compression is a hint the driver may not take (cuda.h): the properties
+ * of the handle say what it gave, as the driver's own answer would. */
+void vmm_granted(struct worker *w, struct vmm_alloc *a)
+{
+	CUmemAllocationProp got;
+
+	if (!w->B.cuMemGetAllocationPropertiesFromHandle(&got, a->h))
+		a->prop.allocFlags.compressionType = got.allocFlags.compressionType;
+	else
+		vlog_warn("vmm: the properties of allocation %llu cannot be read",
+			  (unsigned long long)a->id);
+}
+
 static enum op_status op_create(struct worker *w, struct op_call *call)
 {
 	const struct vgpu_sqe *q = call->sqe;
@@ -256,6 +269,7 @@ static enum op_status op_create(struct worker *w, struct op_call *call)
 	a->id = s->next_id++;
 	a->size = q->arg[0];
 	a->prop = prop;
+	vmm_granted(w, a);
 	a->refs = 1;
 	s->a[s->na++] = a;
 	call->cqe->result = CUDA_SUCCESS;

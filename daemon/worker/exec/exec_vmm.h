@@ -66,6 +66,8 @@ bool vmm_map_covers(const struct vmm_state *s, uint64_t p, uint64_t e);
 int vmm_map_insert(struct vmm_state *s, const struct vmm_map *m);
 struct vmm_resv *vmm_resv_holding(struct vmm_state *s, uint64_t p, uint64_t e);
 bool vmm_whole_granules(struct worker *w, uint64_t p, uint64_t size, uint64_t *end);
+/* The compression the driver gave allocation @a (its prop records it). */
+void vmm_granted(struct worker *w, struct vmm_alloc *a);
 
 /* exec_vmm_share.c: the table's ops for sharing */
 enum op_status vmm_op_range_handle(struct worker *w, struct op_call *call);

@@ -407,6 +407,7 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 				  (unsigned long long)a[i].size, rc);
 			goto out;
 		}
+		vmm_granted(w, x);	/* this driver's answer to the same request */
 		s->a[s->na++] = x;
 		if (a[i].reserved[0] & 1)
 			vlog_info("session %llu: VMM allocation %llu, imported before the "
