@@ -122,6 +122,8 @@ int worker_take_up(struct worker *w, const struct vgpu_welcome *layout, const in
 /* The session's rings in @fds (as worker_take_up's) mapped and taken
  * over where they stand (migrate_ring.c). */
 int migrate_take_ring(struct worker *w, const struct migrate_state *st, const int *fds);
+/* The answer of a move or suspension to the supervisor (migrate.c). */
+void migrate_say(struct worker *w, struct ckpt_answer *a);
 /* Step 3, in a fresh worker: 0 and the session served until it ends. */
 int worker_resume(struct worker *w, const struct worker_handoff *h, const int *fds, int nfds,
 		  int ctl);

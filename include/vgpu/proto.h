@@ -148,7 +148,7 @@
 #include "vgpu/calls_gen.h"
 
 #define VGPU_PROTO_MAGIC	0x55504756u	/* "VGPU" */
-#define VGPU_PROTO_VERSION	9u
+#define VGPU_PROTO_VERSION	10u
 
 /* Feature word negotiated at connect: the worker answers the subset it has. */
 #define VGPU_FEAT_STAGING	(1u << 0)	/* bulk staging chunks */

@@ -25,6 +25,7 @@
 
 #include "barrier.h"
 #include "call_stats.h"
+#include "carrier.h"
 #include "clock.h"
 #include "fdpass.h"
 #include "futex.h"
@@ -37,10 +38,6 @@
 #define SPIN_ITERS	20000	/* ~20-50 us of polling before sleeping */
 #define SLEEP_MS	20	/* sleepers check the worker is alive this often */
 #define SMALL_COPY	(64u << 10)
-/* /dev/vgpu sessions: the daemon's default rings; the arena holds the
- * payload ring, reply slots and staging (vgpud's defaults need 58 MiB). */
-#define KMOD_SQ		256u
-#define KMOD_ARENA	(64ull << 20)
 
 enum { W_FREE, W_PENDING, W_KICK, W_DONE };
 
@@ -77,22 +74,6 @@ static struct {
 static void deliver_callback(uint64_t cookie, uint32_t seq);
 
 /* ---- connecting --------------------------------------------------------- */
-
-static void fill_hello(struct vgpu_hello *h)
-{
-	FILE *f = fopen("/proc/self/comm", "r");
-
-	memset(h, 0, sizeof(*h));
-	h->magic = VGPU_PROTO_MAGIC;
-	h->version = VGPU_PROTO_VERSION;
-	h->features = VGPU_FEAT_ALL;
-	h->pid = getpid();
-	if (f) {
-		if (fgets(h->comm, sizeof(h->comm), f))
-			h->comm[strcspn(h->comm, "\n")] = 0;
-		fclose(f);
-	}
-}
 
 /* Keeps [base, base + size) of this process for the daemon's addresses. */
 static int claim(uint64_t base, uint64_t size, int prot, int flags, int fd)
@@ -162,42 +143,6 @@ static CUresult alloc_waiters(uint32_t n)
 	return CUDA_SUCCESS;
 }
 
-/* VGPU_TRANSPORT: sets up the /dev/vgpu session when it is to be used. */
-static CUresult pick_carrier(struct vgpu_session *s)
-{
-	const char *t = getenv("VGPU_TRANSPORT");
-	bool forced;
-	int ret;
-
-	if (!t || !*t)
-		t = "auto";
-	if (!strcmp(t, "memfd")) {
-		s->carrier = VGPU_CARRIER_MEMFD;
-		return CUDA_SUCCESS;
-	}
-	forced = !strcmp(t, "kmod");
-	if (!forced && strcmp(t, "auto")) {
-		vlog_err("VGPU_TRANSPORT=%s: want auto, kmod or memfd", t);
-		return CUDA_ERROR_SYSTEM_NOT_READY;
-	}
-	ret = vgpu_kmod_client(&s->kmod, KMOD_SQ, 2 * KMOD_SQ, sizeof(struct vgpu_sqe),
-			       sizeof(struct vgpu_cqe), KMOD_ARENA);
-	if (!ret) {
-		s->carrier = VGPU_CARRIER_KMOD;
-		return CUDA_SUCCESS;
-	}
-	if (forced) {
-		vlog_err("VGPU_TRANSPORT=kmod but %s is not usable: %s%s", VGPU_KMOD_DEVICE,
-			 strerror(-ret),
-			 ret == -ECONNREFUSED ? " (no vgpud is registered as its server)" :
-			 ret == -ENOENT ? " (is vgpu.ko loaded and the device in this container?)" : "");
-		return CUDA_ERROR_SYSTEM_NOT_READY;
-	}
-	vlog_debug("%s: %s; using the memfd carrier", VGPU_KMOD_DEVICE, strerror(-ret));
-	s->carrier = VGPU_CARRIER_MEMFD;
-	return CUDA_SUCCESS;
-}
-
 static CUresult connect_session(void)
 {
 	struct vgpu_session *s = &cl.s;
@@ -207,7 +152,7 @@ static CUresult connect_session(void)
 	CUresult rc;
 
 	s->kmod.fd = -1;
-	rc = pick_carrier(s);
+	rc = vgpu_pick_carrier(s);
 	if (rc)
 		return rc;
 	s->sock = vgpu_dial(path, 0);
@@ -221,7 +166,7 @@ static CUresult connect_session(void)
 		said = true;
 		return CUDA_ERROR_NO_DEVICE;
 	}
-	fill_hello(&h);
+	vgpu_fill_hello(&h);
 	h.carrier = s->carrier;
 	if (s->carrier == VGPU_CARRIER_KMOD) {
 		h.kmod_session = s->kmod.session_id;
@@ -333,7 +278,7 @@ static bool resume(void)
 			said = true;
 		}
 		if (sock >= 0) {
-			fill_hello(&h);
+			vgpu_fill_hello(&h);
 			h.carrier = s->carrier;
 			h.flags = VGPU_HELLO_RESUME;
 			h.resume_session = s->wl.session_id;
