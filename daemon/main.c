@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,28 @@ static int parse_count(const char *name, const char *arg, unsigned int max, unsi
 	return 0;
 }
 
+/*
+ * A worker maps memory of its client at the client's own addresses
+ * (mapped registrations of pageable memory, managed memory's views), and
+ * the client keeps the worker's chosen ranges (device window, pinned pool)
+ * free in turn. Programs map from the top of their address space down (the
+ * kernel's default); laid out bottom-up from a third of the address space,
+ * vgpud's and its workers' own mappings (the driver's included) stay clear
+ * of them. So vgpud starts itself again once with the legacy layout
+ * (VGPU_DAEMON_TOP_DOWN=1 keeps the default).
+ */
+static void bottom_up_layout(char **argv)
+{
+	int p = personality(0xffffffff);
+
+	if (p < 0 || (p & ADDR_COMPAT_LAYOUT) || getenv("VGPU_DAEMON_TOP_DOWN"))
+		return;
+	if (personality((unsigned long)p | ADDR_COMPAT_LAYOUT) < 0)
+		return;
+	execv("/proc/self/exe", argv);
+	personality((unsigned long)p);	/* no exec: go on as we are */
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -167,6 +190,7 @@ int main(int argc, char **argv)
 	int c, foreground = 0;
 	char *end, control[108];
 
+	bottom_up_layout(argv);
 	vgpu_log_init("vgpud", VGPU_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "b:s:m:c:w:fh", opts, NULL)) != -1) {
 		switch (c) {
