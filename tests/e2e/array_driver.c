@@ -256,6 +256,8 @@ static void three_d(void)
 				  .dstArray = b, .dstContext = ctx, .WidthInBytes = W * E,
 				  .Height = H, .Depth = D };
 	EXPECT_OK(cuMemcpy3DPeerAsync(&p, stream), "3D: array to array, peer, async");
+	/* The pinned source is read when the copy runs: not reused before. */
+	EXPECT_OK(cuStreamSynchronize(stream), "3D: the copies from pinned memory done");
 	memcpy(in, pinned, sizeof(in));
 	memset(pinned, 0, sizeof(in));
 	EXPECT_OK(host_array(pinned, W * E, H, b, W * E, H, D, false, true),
