@@ -1,1 +1,1 @@
-FUZZ_SRCS_ring := $(filter-out $(addprefix daemon/supervisor/,supervisor.c worker_slots.c client_intake.c kmod_sessions.c chain.c drain.c restore.c session_move.c ctl_orders.c admin.c admission.c nvml_query.c),$(DAEMON_SRCS)) $(COMMON_SRCS) $(CKPT_SRCS) $(B)/gen/gpu_digest_ptx.c
+FUZZ_SRCS_ring := $(filter-out $(addprefix daemon/supervisor/,supervisor.c worker_slots.c client_intake.c kmod_sessions.c chain.c drain.c restore.c session_move.c ctl_orders.c admin.c admission.c nvml_query.c process_ckpt.c),$(DAEMON_SRCS)) $(COMMON_SRCS) $(CKPT_SRCS) $(B)/gen/gpu_digest_ptx.c
