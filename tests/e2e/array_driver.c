@@ -566,7 +566,6 @@ static int hold(const char *go)
 	CUmipmappedArray m;
 	CUarray a, l1, l1b;
 	CUtexref ref;
-	struct timespec t0, t1 = { 0 };
 	bool ok = true;
 
 	a = array3d(W, H, D, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SURFACE_LDST);
@@ -587,17 +586,7 @@ static int hold(const char *go)
 	MUST(cuTexRefSetArray(ref, a, CU_TRSA_OVERRIDE_FORMAT));
 	printf("ready\n");
 	fflush(stdout);
-	/* Five minutes at most, by the clock (a sleep a signal cuts short
-	 * must not end the wait early). */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		if (!access(go, F_OK))
-			break;
-		usleep(10000);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-	} while (t1.tv_sec - t0.tv_sec < 300);
-	if (access(go, F_OK))
-		printf("FAIL no go file after %ld s\n", (long)(t1.tv_sec - t0.tv_sec));
+	wait_for_file(go, 300);
 
 	ok &= !host_array(out, W * E, H, a, W * E, H, D, false, false) &&
 	      !memcmp(in, out, sizeof(in));

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 static int checks, failures;
 
@@ -91,6 +93,28 @@ static inline int checks_done(const char *name)
 {
 	printf("%s: %s (%d checks)\n", name, failures ? "FAIL" : "PASS", checks);
 	return failures ? 1 : 0;
+}
+
+/*
+ * Waits for the test harness to create @path, @seconds at most by the clock
+ * (a sleep a signal cuts short must not end the wait early); false, with a
+ * FAIL line, when it never came.
+ */
+static inline bool wait_for_file(const char *path, int seconds)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (!access(path, F_OK))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec >= seconds)
+			break;
+		usleep(10000);
+	}
+	printf("FAIL no %s after %d s\n", path, seconds);
+	return false;
 }
 
 #endif

@@ -222,8 +222,7 @@ int main(int argc, char **argv)
 		MUST(cuGraphAddEmptyNode(&m5, g5, NULL, 0));
 		snprintf(go1, sizeof(go1), "%s.1", argv[1]);
 		printf("refusable\n");
-		for (int i = 0; i < 30000 && access(go1, F_OK); i++)
-			usleep(10000);
+		wait_for_file(go1, 300);
 		MUST(cuGraphExecDestroy(e5));
 		MUST(cuGraphDestroy(g5));
 	}
@@ -249,8 +248,7 @@ int main(int argc, char **argv)
 		       round ? "the instance's flags are kept" : "the instance's flags read", rc);
 		if (!round) {
 			printf("ready\n");
-			for (int i = 0; i < 30000 && access(argv[1], F_OK); i++)
-				usleep(10000);
+			wait_for_file(argv[1], 300);
 		}
 	}
 

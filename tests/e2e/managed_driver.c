@@ -344,8 +344,7 @@ static int hold(CUfunction f, CUstream s, const char *go)
 		pa[i] = pa[i] + 1;		/* and is written again */
 	printf("ready\n");
 	fflush(stdout);
-	for (int i = 0; i < 30000 && access(go, F_OK); i++)
-		usleep(10000);
+	wait_for_file(go, 300);
 
 	expect(words(pa, 10, 0x3001, 0) && words(pa + 11, N / 2 - 11, 0x3001, 0) && pa[10] == 0xbeef + 1 &&
 	       words(pa + N / 2, N / 2, 0x3000, 0), "the host view after the moves", 0);

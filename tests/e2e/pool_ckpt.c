@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "driver_check.h"
+
 #define N (1 << 16)
 
 static uint32_t *host;
@@ -74,8 +76,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	/* Five minutes at most: a checkpoint, two moves and a stop take a
 	 * minute on a loaded two-core machine. */
-	for (int i = 0; i < 30000 && access(argv[1], F_OK); i++)
-		usleep(10000);
+	wait_for_file(argv[1], 300);
 
 	CHECK(holds(a, 0xaaaa0001, s));
 	CHECK(holds(b, 0xbbbb0002, s));
