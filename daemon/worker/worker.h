@@ -171,6 +171,8 @@ uint32_t graph_node_id(CUgraphNode n, uint32_t graph);
 CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out);
 CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
 CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
+void graph_node_drop(uint32_t id);
+extern const struct op_desc exec_graph_cond_ops[];	/* exec_graph_cond.c */
 extern const struct op_desc exec_graph_query_ops[];
 extern const struct op_desc exec_graph_dot_ops[];	/* graph_dot.c */
 /* exec_graph_query.c: graphs the session knows that a child graph node

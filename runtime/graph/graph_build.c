@@ -245,6 +245,13 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 		return vgpu_graph_add_kernel(out, g, deps, edges, ndeps,
 					     (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel, true);
 	}
+	if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+		if (memcmp(p->reserved0, (const int[3]){ 0 }, sizeof(p->reserved0)) || p->reserved2)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (p->conditional.ctx && p->conditional.ctx != (CUcontext)ctx)
+			return vgpu_unsupported("a conditional graph node in another context");
+		return vgpu_graph_add_cond(out, g, deps, edges, ndeps, &p->conditional);
+	}
 	rc = params_desc(p, ctx, &v);
 	return rc ? rc : add_node(out, g, deps, edges, ndeps, &v);
 }

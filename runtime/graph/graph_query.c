@@ -74,6 +74,20 @@ void vgpu_graph_embedded_forget(CUgraph g)
 	pthread_mutex_unlock(&lock);
 }
 
+int vgpu_graph_embedded_add(CUgraph graph, uint32_t id, CUgraph parent, CUgraphNode node)
+{
+	struct embedded *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	*e = (struct embedded){ .graph = graph, .id = id, .parent = parent, .node = node };
+	pthread_mutex_lock(&lock);
+	e->next = embedded;
+	embedded = e;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
 static CUgraph embedded_find(uint32_t id)
 {
 	struct embedded *e;

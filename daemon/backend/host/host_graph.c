@@ -124,6 +124,7 @@ void params_clear(struct hg_node *n)
 		graph_free(n->child);
 	}
 	n->child = NULL;
+	cond_clear(n);
 }
 
 /* A kernel's arguments copied out of @p (kernelParams, or an extra buffer),
@@ -248,6 +249,9 @@ CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p)
 		}
 		n->p.graph.graph = (CUgraph)n->child;
 		break;
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		rc = cond_params_set(n, &p->conditional);
+		break;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		break;
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
@@ -270,8 +274,8 @@ CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p)
 	struct hg_node t = { .g = n->g, .type = n->type };
 	CUresult rc;
 
-	if (p->type != n->type)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (p->type != n->type || n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		return CUDA_ERROR_INVALID_VALUE;	/* a conditional node keeps its bodies */
 	if ((rc = params_set(&t, p)))
 		return rc;
 	params_clear(n);
@@ -374,7 +378,9 @@ struct hg_graph *graph_copy(const struct hg_graph *src, int instance)
 		n->type = s->type;
 		n->enabled = instance ? 1 : 0;
 		memcpy(n->attr, s->attr, sizeof(n->attr));
-		if (host_set_add(&nodes, n) || params_set(n, &s->p))
+		if (host_set_add(&nodes, n) ||
+		    (s->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? cond_copy(n, s, instance)
+							       : params_set(n, &s->p)))
 			goto fail;
 		for (size_t k = 0; k < s->nin; k++) {
 			size_t at = 0;

@@ -29,6 +29,12 @@ void graph_nodes_forget(uint32_t graph)
 			obj_remove(&nodes, i);
 }
 
+void graph_node_drop(uint32_t id)
+{
+	if (nodes.kind && id && id < OBJ_MAX_ID)
+		obj_remove(&nodes, id);
+}
+
 /* The node's id, issued now if it has none. 0: no more ids. */
 uint32_t graph_node_id(CUgraphNode n, uint32_t graph)
 {
