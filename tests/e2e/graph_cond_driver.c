@@ -22,20 +22,26 @@
 
 static CUcontext ctx;
 
-/* A conditional node of @type with @size bodies, into @bodies. */
+/* A conditional node of @type with @size bodies, copied to @bodies. */
 static CUresult add_cond(CUgraphNode *out, CUgraph g, CUgraphConditionalHandle h,
 			 CUgraphConditionalNodeType type, unsigned int size, CUgraph *bodies)
 {
 	CUgraphNodeParams p;
+	CUresult rc;
 
 	memset(&p, 0, sizeof(p));
 	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
 	p.conditional.handle = h;
 	p.conditional.type = type;
 	p.conditional.size = size;
-	p.conditional.phGraph_out = bodies;
 	p.conditional.ctx = ctx;
-	return cuGraphAddNode(out, g, NULL, NULL, 0, &p);
+	rc = cuGraphAddNode(out, g, NULL, NULL, 0, &p);
+	/* The driver points phGraph_out at the node's own array of bodies. */
+	if (!rc && !p.conditional.phGraph_out)
+		rc = CUDA_ERROR_UNKNOWN;
+	for (unsigned int i = 0; !rc && i < size; i++)
+		bodies[i] = p.conditional.phGraph_out[i];
+	return rc;
 }
 
 /* A 1D memset of @n words of @d to @v into graph @g. */

@@ -255,8 +255,7 @@ void graph_free(struct hg_graph *g);
 CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p);
 void params_clear(struct hg_node *n);
 CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p);
-/* host_graph_cond.c: a conditional node's bodies made (written to
- * p->phGraph_out), copied from @src's (an instance's when @instance), dropped;
+/* host_graph_cond.c: a conditional node's bodies made, copied from @src's (an instance's when @instance), dropped;
  * its handles with CU_GRAPH_COND_ASSIGN_DEFAULT given their default at the
  * start of a launch of @g; the node run, bodies by @run. */
 CUresult cond_params_set(struct hg_node *n, const CUDA_CONDITIONAL_NODE_PARAMS *p);

@@ -521,7 +521,12 @@ static CUresult node_add(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
 CUresult host_cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
 				const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *p)
 {
-	return node_add(node, g, deps, edges, ndeps, p);
+	CUresult rc = node_add(node, g, deps, edges, ndeps, p);
+
+	/* A conditional node's bodies: the array the node holds, as the driver's. */
+	if (!rc && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		p->conditional.phGraph_out = (CUgraph *)((struct hg_node *)*node)->bodies;
+	return rc;
 }
 
 CUresult host_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,

@@ -10,7 +10,8 @@
  * is forever: a launch gives up after HOST_COND_MAX_LOOPS rounds with
  * CUDA_ERROR_LAUNCH_TIMEOUT, where the GPU would spin.
  *
- * A node's bodies are graphs of its own (owner: the node), made with it,
+ * A node's bodies are graphs of its own (owner: the node), made with it
+ * (phGraph_out then points at the node's array of them, as the driver's does),
  * copied with it (clones and instances) and freed with it. Under graph_lock.
  */
 #include <stdlib.h>
@@ -87,18 +88,13 @@ static CUresult bodies_make(struct hg_node *n, unsigned int count, const struct 
 
 CUresult cond_params_set(struct hg_node *n, const CUDA_CONDITIONAL_NODE_PARAMS *p)
 {
-	CUresult rc;
-
-	if (!cond_of(p->handle) || !p->phGraph_out || !p->size ||
+	if (!cond_of(p->handle) || !p->size ||
 	    (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
 	    (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
 	    (unsigned int)p->type > CU_GRAPH_COND_TYPE_SWITCH || p->size > (1u << 16))
 		return CUDA_ERROR_INVALID_VALUE;
 	n->p.conditional = *p;
-	if ((rc = bodies_make(n, p->size, NULL, 0)))
-		return rc;	/* the caller clears what was made */
-	memcpy(p->phGraph_out, n->bodies, p->size * sizeof(*p->phGraph_out));
-	return CUDA_SUCCESS;
+	return bodies_make(n, p->size, NULL, 0);	/* on failure the caller clears */
 }
 
 CUresult cond_copy(struct hg_node *n, const struct hg_node *src, int instance)

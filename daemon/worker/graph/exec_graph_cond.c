@@ -65,10 +65,13 @@ static enum op_status op_add_cond(struct worker *w, struct op_call *call)
 	}
 	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	/* The driver fills the array given, or points phGraph_out at its own. */
+	if (!rc && !p.conditional.phGraph_out)
+		rc = CUDA_ERROR_UNKNOWN;
 	for (; !rc && bound < c.size; bound++)
-		if (!bodies[bound] ||
-		    graph_embedded_bind(w, c.body[bound], bodies[bound], (uint32_t)s->arg[0], id,
-					g->aux))
+		if (!p.conditional.phGraph_out[bound] ||
+		    graph_embedded_bind(w, c.body[bound], p.conditional.phGraph_out[bound],
+					(uint32_t)s->arg[0], id, g->aux))
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	if (rc && node) {	/* the node goes, and what of it the session knew */
 		graph_embedded_forget(w, (uint32_t)s->arg[0], id);
