@@ -37,6 +37,15 @@ VGPU_HIDDEN int vgpu_graph_embedded_add(CUgraph graph, uint32_t id, CUgraph pare
 					CUgraphNode node, void *owned);
 /* graph_cond.c: a conditional node added (its bodies made graphs of the
  * program's; p->phGraph_out set to an array of them the node owns). */
+/* graph_memnode.c: memory nodes added (the allocation's address in p->dptr);
+ * those of graph @g (node NULL: all) forgotten with it. */
+VGPU_HIDDEN CUresult vgpu_graph_add_mem_alloc(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					      const CUgraphEdgeData *edges, size_t ndeps,
+					      CUDA_MEM_ALLOC_NODE_PARAMS *p);
+VGPU_HIDDEN CUresult vgpu_graph_add_mem_free(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					     const CUgraphEdgeData *edges, size_t ndeps,
+					     CUdeviceptr dptr);
+VGPU_HIDDEN void vgpu_graph_mem_drop(CUgraph g, CUgraphNode node);
 VGPU_HIDDEN CUresult vgpu_graph_add_cond(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 					 const CUgraphEdgeData *edges, size_t ndeps,
 					 CUDA_CONDITIONAL_NODE_PARAMS *p);

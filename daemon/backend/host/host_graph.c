@@ -125,6 +125,7 @@ void params_clear(struct hg_node *n)
 	}
 	n->child = NULL;
 	cond_clear(n);
+	mem_node_clear(n);
 }
 
 /* A kernel's arguments copied out of @p (kernelParams, or an extra buffer),
@@ -252,6 +253,10 @@ CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p)
 	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
 		rc = cond_params_set(n, &p->conditional);
 		break;
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		rc = mem_node_set(n, p);
+		break;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		break;
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
@@ -274,8 +279,9 @@ CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p)
 	struct hg_node t = { .g = n->g, .type = n->type };
 	CUresult rc;
 
-	if (p->type != n->type || n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
-		return CUDA_ERROR_INVALID_VALUE;	/* a conditional node keeps its bodies */
+	if (p->type != n->type || n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+	    n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+		return CUDA_ERROR_INVALID_VALUE;	/* bodies and memory stay the node's */
 	if ((rc = params_set(&t, p)))
 		return rc;
 	params_clear(n);
@@ -526,6 +532,8 @@ CUresult host_cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode 
 	/* A conditional node's bodies: the array the node holds, as the driver's. */
 	if (!rc && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
 		p->conditional.phGraph_out = (CUgraph *)((struct hg_node *)*node)->bodies;
+	if (!rc && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)	/* the address it fixed */
+		p->alloc.dptr = ((struct hg_node *)*node)->p.alloc.dptr;
 	return rc;
 }
 

@@ -18,7 +18,7 @@ static int in_window(struct worker *w, uint64_t p, uint64_t len)
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len)
 {
 	return in_window(w, p, len) || hostpool_contains(&w->pool, p, len) ||
-	       worker_global_contains(w, p, len);
+	       worker_global_contains(w, p, len) || graph_mem_contains(p, len);
 }
 
 static CUdevice ctx_device(struct worker *w)
