@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver_check.h"
 
@@ -54,6 +55,17 @@ static CUresult add_set(CUgraph g, CUdeviceptr d, unsigned int v, size_t n)
 	return cuGraphAddMemsetNode(&node, g, NULL, 0, &mp, ctx);
 }
 
+/* With a file name (tests/e2e/run's checkpoint refusal): says "holding" and
+ * waits for the file, so that a checkpoint meets the graph. */
+static void hold(int argc, char **argv)
+{
+	if (argc < 2)
+		return;
+	printf("holding\n");
+	for (int i = 0; i < 600 && access(argv[1], F_OK); i++)
+		usleep(100000);
+}
+
 static uint32_t word(CUdeviceptr d)
 {
 	uint32_t v = 0xdeadbeef;
@@ -63,7 +75,7 @@ static uint32_t word(CUdeviceptr d)
 	return v;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUmodule mod;
@@ -147,6 +159,7 @@ int main(void)
 	expect(word(d + 4) == 12, "SWITCH 2: case 2 ran", CUDA_SUCCESS);
 	expect(word(d + 8) == 0, "WHILE false: its body did not run", CUDA_SUCCESS);
 	expect(word(d + 12) == 0x77, "the nested IF's body ran", CUDA_SUCCESS);
+	hold(argc, argv);
 
 	MUST(cuMemsetD32(d, 0, 8));
 	rc = cuGraphLaunch(ge, s);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver_check.h"
 
@@ -75,6 +76,17 @@ static CUresult build(CUgraph g, CUdeviceptr out, bool generic, CUdeviceptr *at,
 	return cuGraphAddNode(freed, g, &ncopy, NULL, 1, &np);
 }
 
+/* With a file name (tests/e2e/run's checkpoint refusal): says "holding" and
+ * waits for the file, so that a checkpoint meets the graph. */
+static void hold(int argc, char **argv)
+{
+	if (argc < 2)
+		return;
+	printf("holding\n");
+	for (int i = 0; i < 600 && access(argv[1], F_OK); i++)
+		usleep(100000);
+}
+
 static bool copied(CUdeviceptr out)
 {
 	uint32_t h[N];
@@ -87,7 +99,7 @@ static bool copied(CUdeviceptr out)
 	return h[0] == 0x77;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUmodule mod;
@@ -138,6 +150,7 @@ int main(void)
 	if (!rc)
 		rc = cuStreamSynchronize(s);
 	expect(!rc && copied(out), "launched (auto free on launch): the same result", rc);
+	hold(argc, argv);
 
 	EXPECT_RC(cuGraphAddMemFreeNode(&n, g2, NULL, 0, out), CUDA_ERROR_INVALID_VALUE,
 		  "a free node of memory no allocation node gave is refused");
