@@ -179,6 +179,9 @@ extern const struct op_desc exec_graph_cond_ops[];	/* exec_graph_cond.c */
 extern const struct op_desc exec_graph_mem_ops[];
 bool graph_mem_contains(uint64_t p, uint64_t len);
 void graph_mem_forget(uint32_t graph, uint32_t node);
+/* exec_graph_mem.c: cuMemFree (@async: cuMemFreeAsync on @st) of what an
+ * allocation node gave, outside its graph; false: @p is no such address. */
+bool graph_mem_free(struct worker *w, CUdeviceptr p, CUstream st, bool async, CUresult *rc);
 extern const struct op_desc exec_graph_query_ops[];
 extern const struct op_desc exec_graph_dot_ops[];	/* graph_dot.c */
 /* exec_graph_query.c: graphs the session knows that a child graph node

@@ -48,6 +48,20 @@ bool vgpu_graph_mem_contains(uint64_t p)
 	return in;
 }
 
+bool vgpu_graph_mem_is_alloc(uint64_t p)
+{
+	struct memnode *m;
+	bool at = false;
+
+	if (!__atomic_load_n(&nalloc, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&lock);
+	for (m = memnodes; m && !at; m = m->next)
+		at = m->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && m->dptr == p;
+	pthread_mutex_unlock(&lock);
+	return at;
+}
+
 void vgpu_graph_mem_drop(CUgraph g, CUgraphNode node)
 {
 	struct memnode **p, *m;

@@ -3,7 +3,8 @@
  * Graph memory nodes: an allocation node (its address fixed when it is
  * made), a memset and a kernel on that memory, a copy out of it to ordinary
  * memory, a free node; launched twice. The same with the cuGraphAddNode
- * forms. The parameters read back; a free node naming memory no allocation
+ * forms. An allocation no node frees: read after the launch, freed with
+ * cuMemFreeAsync and, after another launch, with cuMemFree. The parameters read back; a free node naming memory no allocation
  * node gave, and an allocation of no bytes, refused. Under vgpu, the memory
  * is no longer the program's once its graph is gone.
  *
@@ -162,6 +163,48 @@ int main(int argc, char **argv)
 		ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 		EXPECT_RC(cuGraphAddMemAllocNode(&n, g2, NULL, 0, &ap), CUDA_ERROR_INVALID_VALUE,
 			  "an allocation of no bytes is refused");
+	}
+
+	{
+		CUDA_MEM_ALLOC_NODE_PARAMS ap;
+		CUDA_MEMSET_NODE_PARAMS mp = { 0 };
+		CUgraph g3;
+		CUgraphExec ge3;
+		CUgraphNode n3;
+		uint32_t h[N];
+		bool ok;
+
+		memset(&ap, 0, sizeof(ap));
+		ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+		ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		ap.bytesize = 4 * N;
+		MUST(cuGraphCreate(&g3, 0));
+		MUST(cuGraphAddMemAllocNode(&na, g3, NULL, 0, &ap));
+		mp.dst = ap.dptr, mp.value = 9, mp.elementSize = 4, mp.width = N, mp.height = 1;
+		MUST(cuGraphAddMemsetNode(&n3, g3, &na, 1, &mp, ctx));
+		MUST(cuGraphInstantiateWithFlags(&ge3, g3, 0));
+		rc = cuGraphLaunch(ge3, s);
+		if (!rc)
+			rc = cuStreamSynchronize(s);
+		if (!rc)
+			rc = cuMemcpyDtoH(h, ap.dptr, sizeof(h));
+		ok = !rc;
+		for (int i = 0; ok && i < N; i++)
+			ok = h[i] == 9;
+		expect(ok, "an allocation no node frees is read after the launch", rc);
+		EXPECT_RC(cuMemFree(ap.dptr + 4), CUDA_ERROR_INVALID_VALUE,
+			  "freeing inside it is refused");
+		rc = cuMemFreeAsync(ap.dptr, s);
+		if (!rc)
+			rc = cuStreamSynchronize(s);
+		expect(!rc, "it is freed with cuMemFreeAsync", rc);
+		rc = cuGraphLaunch(ge3, s);
+		if (!rc)
+			rc = cuStreamSynchronize(s);
+		expect(!rc, "the graph is launched again", rc);
+		EXPECT_OK(cuMemFree(ap.dptr), "it is freed with cuMemFree");
+		MUST(cuGraphExecDestroy(ge3));
+		MUST(cuGraphDestroy(g3));
 	}
 
 	MUST(cuGraphExecDestroy(ge2));

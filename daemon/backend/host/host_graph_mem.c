@@ -75,3 +75,44 @@ void mem_node_clear(struct hg_node *n)
 	n->mem = 0;
 	n->mem_size = 0;
 }
+
+struct owner_find {
+	CUdeviceptr p;
+	int found;
+};
+
+static void owner_of(void *node, void *arg)
+{
+	const struct hg_node *n = node;
+	struct owner_find *f = arg;
+
+	if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && n->mem && n->p.alloc.dptr == f->p)
+		f->found = 1;
+}
+
+/* Graph memory freed outside its graph (cuMemFree, cuMemFreeAsync; the
+ * worker frees no other memory so): it stays its node's here, so there is
+ * nothing to do but check it is an allocation node's. */
+static CUresult graph_mem_free(CUdeviceptr p)
+{
+	struct owner_find f = { .p = p };
+
+	pthread_mutex_lock(&graph_lock);
+	host_set_each(&nodes, owner_of, &f);
+	pthread_mutex_unlock(&graph_lock);
+	return f.found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult host_cuMemFree_v2(CUdeviceptr p)
+{
+	CUresult rc = host_check_init();
+
+	return rc ? rc : graph_mem_free(p);
+}
+
+CUresult host_cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	CUresult rc = host_stream_check(s);
+
+	return rc ? rc : graph_mem_free(p);
+}

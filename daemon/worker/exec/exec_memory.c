@@ -64,7 +64,8 @@ static enum op_status op_mem_free(struct worker *w, struct op_call *call)
 	/* cuMemFree waits for the device, so nothing still uses the memory. */
 	CUresult rc;
 
-	if (pools_mem_free(w, call->sqe->arg[0], &rc)) {
+	if (pools_mem_free(w, call->sqe->arg[0], &rc) ||
+	    graph_mem_free(w, call->sqe->arg[0], NULL, false, &rc)) {
 		call->cqe->result = rc;
 		return OP_DONE;
 	}

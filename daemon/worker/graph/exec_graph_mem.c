@@ -47,6 +47,18 @@ static bool range_start(uint64_t p)
 	return false;
 }
 
+bool graph_mem_free(struct worker *w, CUdeviceptr p, CUstream st, bool async, CUresult *rc)
+{
+	if (!range_start(p))
+		return false;
+	/* The driver's: freed in stream order, or once the device is idle. */
+	if (async)
+		*rc = w->B.cuMemFreeAsync(p, st);
+	else if (!(*rc = w->B.cuCtxSynchronize()))
+		*rc = w->B.cuMemFree_v2(p);
+	return true;
+}
+
 /* The description checked, as the driver's parameters (@acc: their access
  * descriptors). */
 static CUresult mem_params(struct worker *w, const struct vgpu_mem_node *m, CUgraphNodeParams *p,
