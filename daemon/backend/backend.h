@@ -183,7 +183,9 @@
 	X(cuTexRefGetMipmappedArray) \
 	X(cuGraphHostNodeGetParams) \
 	X(cuGraphDebugDotPrint) \
-	X(cuMemGetAllocationPropertiesFromHandle)
+	X(cuMemGetAllocationPropertiesFromHandle) \
+	X(cuMemFree_v2) \
+	X(cuMemFreeAsync)
 
 #include "backend_gen.h"
 

@@ -581,4 +581,18 @@ CUresult backend_missing_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 extern __typeof__(backend_missing_cuCtxGetLimit) host_cuCtxGetLimit
 	__attribute__((weak, alias("backend_missing_cuCtxGetLimit")));
 
+CUresult backend_missing_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags)
+{
+	static int logged;
+
+	(void)pHandle_out;
+	(void)hGraph;
+	(void)ctx;
+	(void)defaultLaunchValue;
+	(void)flags;
+	return missing("cuGraphConditionalHandleCreate", &logged);
+}
+extern __typeof__(backend_missing_cuGraphConditionalHandleCreate) host_cuGraphConditionalHandleCreate
+	__attribute__((weak, alias("backend_missing_cuGraphConditionalHandleCreate")));
+
 VGPU_GEN_SLOTS_END

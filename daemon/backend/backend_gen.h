@@ -66,6 +66,7 @@
 	X(cuGraphKernelNodeCopyAttributes) \
 	X(cuCtxSetLimit) \
 	X(cuCtxGetLimit) \
+	X(cuGraphConditionalHandleCreate) \
 
 
 #define VGPU_BACKEND_MISSING_DECL(fn) extern __typeof__(fn) backend_missing_##fn;

@@ -45,6 +45,8 @@ void dispatch_init(void)
 	add(exec_graph_node_ops);
 	add(exec_graph_query_ops);
 	add(exec_graph_dot_ops);
+	add(exec_graph_cond_ops);
+	add(exec_graph_mem_ops);
 	add(exec_streamops_ops);
 	add(exec_pool_ops);
 	add(exec_vmm_ops);

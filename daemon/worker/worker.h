@@ -171,6 +171,17 @@ uint32_t graph_node_id(CUgraphNode n, uint32_t graph);
 CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgraphNode *out);
 CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
 CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
+void graph_node_drop(uint32_t id);
+extern const struct op_desc exec_graph_cond_ops[];	/* exec_graph_cond.c */
+/* exec_graph_mem.c: graph memory nodes; the ranges their allocation nodes
+ * hold (the session's device memory), forgotten with the node (0: every
+ * node of @graph). */
+extern const struct op_desc exec_graph_mem_ops[];
+bool graph_mem_contains(uint64_t p, uint64_t len);
+void graph_mem_forget(uint32_t graph, uint32_t node);
+/* exec_graph_mem.c: cuMemFree (@async: cuMemFreeAsync on @st) of what an
+ * allocation node gave, outside its graph; false: @p is no such address. */
+bool graph_mem_free(struct worker *w, CUdeviceptr p, CUstream st, bool async, CUresult *rc);
 extern const struct op_desc exec_graph_query_ops[];
 extern const struct op_desc exec_graph_dot_ops[];	/* graph_dot.c */
 /* exec_graph_query.c: graphs the session knows that a child graph node

@@ -70,6 +70,7 @@
 	X(GEN_cuGraphKernelNodeCopyAttributes) \
 	X(GEN_cuCtxSetLimit) \
 	X(GEN_cuCtxGetLimit) \
+	X(GEN_cuGraphConditionalHandleCreate) \
 
 /* Kinds of the handles the runtime issues for generated calls alone. */
 enum vgpu_gen_kind {
@@ -624,5 +625,18 @@ struct vgpu_res_cuCtxGetLimit {
 };
 _Static_assert(sizeof(struct vgpu_args_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: inputs too large");
 _Static_assert(sizeof(struct vgpu_res_cuCtxGetLimit) <= VGPU_GEN_WIRE_MAX, "cuCtxGetLimit: outputs too large");
+
+/* CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags) */
+struct vgpu_args_cuGraphConditionalHandleCreate {
+	uint32_t hGraph;
+	uint32_t ctx;
+	unsigned int defaultLaunchValue;
+	unsigned int flags;
+};
+struct vgpu_res_cuGraphConditionalHandleCreate {
+	CUgraphConditionalHandle pHandle_out;
+};
+_Static_assert(sizeof(struct vgpu_args_cuGraphConditionalHandleCreate) <= VGPU_GEN_WIRE_MAX, "cuGraphConditionalHandleCreate: inputs too large");
+_Static_assert(sizeof(struct vgpu_res_cuGraphConditionalHandleCreate) <= VGPU_GEN_WIRE_MAX, "cuGraphConditionalHandleCreate: outputs too large");
 
 #endif /* CUDA_VERSION */

@@ -623,6 +623,21 @@ enum vgpu_op {
 					 * offset in the text (0: made anew); R: val0 the
 					 * text's bytes, the slot those from arg2 on (val2) */
 
+	/* Conditional graph nodes (graphmem, runtime/graph/graph_cond.c,
+	 * daemon/worker/graph/exec_graph_cond.c). */
+	VGPU_OP_GRAPH_ADD_COND_NODE = 0x1E0, /* arg0 graph id, arg1 dependencies, arg2 1:
+					 * edge data follow; P: struct vgpu_cond_params,
+					 * u32 node ids[arg1], CUgraphEdgeData[arg1] if
+					 * arg2; R: val0 the new node's id. The driver's
+					 * body graphs join the session's graphs under
+					 * the ids the client chose, owned by the node */
+	VGPU_OP_GRAPH_ADD_MEM_NODE,	/* arg0 graph id, arg1 dependencies, arg2 1: edge
+					 * data follow; P: struct vgpu_mem_node, u32 node
+					 * ids[arg1], CUgraphEdgeData[arg1] if arg2; R:
+					 * val0 the new node's id, val1 (MEM_ALLOC) the
+					 * address the driver fixed, which the session's
+					 * device memory holds while the node's graph lives */
+
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */
 	VGPU_OP_GEN_BASE = 0x200,
@@ -788,6 +803,30 @@ struct vgpu_node_params {
 	uint64_t height, depth;		/* rows (a layer), layers (MEMCPY) */
 	uint64_t dst_rows, src_rows;	/* MEMCPY: rows from one layer to the next */
 	uint32_t value, elem;		/* MEMSET: the value, its size (1, 2, 4) */
+};
+
+/* A conditional node (GRAPH_ADD_COND_NODE). */
+#define VGPU_MAX_COND_BODIES 64		/* a SWITCH's cases, at most */
+struct vgpu_cond_params {
+	uint64_t handle;		/* cuGraphConditionalHandleCreate's value */
+	uint32_t type;			/* CUgraphConditionalNodeType */
+	uint32_t size;			/* body graphs: IF 1 or 2, WHILE 1, SWITCH 1.. */
+	uint32_t body[VGPU_MAX_COND_BODIES]; /* fresh graph ids for them ([size..]: 0) */
+};
+
+/* A memory allocation or free node (GRAPH_ADD_MEM_NODE). */
+#define VGPU_MAX_MEM_NODE_ACCESS 8
+struct vgpu_mem_node {
+	uint32_t type;			/* CU_GRAPH_NODE_TYPE_MEM_ALLOC or _MEM_FREE */
+	uint32_t device;		/* ALLOC: the device ordinal it resides on */
+	uint64_t bytesize;		/* ALLOC */
+	uint64_t dptr;			/* FREE: an address an allocation node gave */
+	uint32_t naccess;		/* ALLOC: the access descriptors that follow */
+	uint32_t pad;
+	struct {
+		uint32_t device;	/* ordinal */
+		uint32_t flags;		/* CUmemAccess_flags */
+	} access[VGPU_MAX_MEM_NODE_ACCESS];
 };
 
 /* CQE results the protocol adds to CUresult: none; errors are CUresults. */

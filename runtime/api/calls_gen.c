@@ -1058,3 +1058,30 @@ VGPU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	*pvalue = out_.pvalue;
 	return rc_;
 }
+
+VGPU_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags)
+{
+	struct vgpu_args_cuGraphConditionalHandleCreate in_;
+	struct vgpu_res_cuGraphConditionalHandleCreate out_;
+	struct vgpu_fwd fwd_ = { .op = VGPU_OP_GEN_cuGraphConditionalHandleCreate, .sync = true, .ptds = false, .noctx = false };
+	CUresult rc_ = vgpu_initialized();
+
+	memset(&in_, 0, sizeof(in_));
+	if (!rc_ && !pHandle_out)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = vgpu_fwd_graph(&fwd_, hGraph, &in_.hGraph);
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx(&fwd_, ctx, &in_.ctx);
+	in_.defaultLaunchValue = defaultLaunchValue;
+	in_.flags = flags;
+	if (!rc_)
+		rc_ = vgpu_fwd_ctx_default(&fwd_);
+	if (rc_)
+		return rc_;
+	rc_ = vgpu_fwd_call(&fwd_, &in_, sizeof(in_), NULL, 0, &out_, sizeof(out_), NULL, 0);
+	if (rc_)
+		return rc_;
+	*pHandle_out = out_.pHandle_out;
+	return rc_;
+}

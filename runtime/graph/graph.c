@@ -350,6 +350,7 @@ void vgpu_graph_handle_free(CUgraph h)
 
 	if (!g || g->magic != VGPU_GRAPH_MAGIC)
 		return;
+	vgpu_graph_mem_drop(h, NULL);
 	vgpu_graph_nodes_release(h);
 	into_drop(h);
 	graph_free(g, VGPU_K_GRAPH);
@@ -482,6 +483,7 @@ static CUresult destroy(void *h, uint32_t magic, enum vgpu_kind k, uint16_t op)
 	if (!rc && k == VGPU_K_GRAPH) {
 		vgpu_graph_embedded_drop((CUgraph)h, NULL);
 		vgpu_graph_embedded_forget((CUgraph)h);
+		vgpu_graph_mem_drop((CUgraph)h, NULL);
 		vgpu_graph_nodes_release((CUgraph)h);
 		into_drop((CUgraph)h);
 	}

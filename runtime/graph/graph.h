@@ -30,6 +30,25 @@ VGPU_HIDDEN void vgpu_graph_handle_free(CUgraph h);
  * any node) or their parent graph; a graph destroyed is no longer one. */
 VGPU_HIDDEN void vgpu_graph_embedded_drop(CUgraph parent, CUgraphNode node);
 VGPU_HIDDEN void vgpu_graph_embedded_forget(CUgraph g);
+/* graph_query.c: graph @graph (id @id) is owned by @node of @parent from now
+ * on (a conditional node's body), @owned (may be NULL) freed with it; 0, or
+ * -1: out of memory. */
+VGPU_HIDDEN int vgpu_graph_embedded_add(CUgraph graph, uint32_t id, CUgraph parent,
+					CUgraphNode node, void *owned);
+/* graph_cond.c: a conditional node added (its bodies made graphs of the
+ * program's; p->phGraph_out set to an array of them the node owns). */
+/* graph_memnode.c: memory nodes added (the allocation's address in p->dptr);
+ * those of graph @g (node NULL: all) forgotten with it. */
+VGPU_HIDDEN CUresult vgpu_graph_add_mem_alloc(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					      const CUgraphEdgeData *edges, size_t ndeps,
+					      CUDA_MEM_ALLOC_NODE_PARAMS *p);
+VGPU_HIDDEN CUresult vgpu_graph_add_mem_free(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					     const CUgraphEdgeData *edges, size_t ndeps,
+					     CUdeviceptr dptr);
+VGPU_HIDDEN void vgpu_graph_mem_drop(CUgraph g, CUgraphNode node);
+VGPU_HIDDEN CUresult vgpu_graph_add_cond(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					 const CUgraphEdgeData *edges, size_t ndeps,
+					 CUDA_CONDITIONAL_NODE_PARAMS *p);
 
 /* graph_node.c: node handles of a graph that is going away are freed. */
 VGPU_HIDDEN void vgpu_graph_nodes_release(CUgraph h);

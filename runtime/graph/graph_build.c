@@ -245,6 +245,22 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 		return vgpu_graph_add_kernel(out, g, deps, edges, ndeps,
 					     (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel, true);
 	}
+	if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+		if (memcmp(p->reserved0, (const int[3]){ 0 }, sizeof(p->reserved0)) || p->reserved2)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+			return vgpu_graph_add_mem_free(out, g, deps, edges, ndeps, p->free.dptr);
+		_Static_assert(sizeof(p->alloc) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS), "v2 = v1");
+		return vgpu_graph_add_mem_alloc(out, g, deps, edges, ndeps,
+						(CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc);
+	}
+	if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+		if (memcmp(p->reserved0, (const int[3]){ 0 }, sizeof(p->reserved0)) || p->reserved2)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (p->conditional.ctx && p->conditional.ctx != (CUcontext)ctx)
+			return vgpu_unsupported("a conditional graph node in another context");
+		return vgpu_graph_add_cond(out, g, deps, edges, ndeps, &p->conditional);
+	}
 	rc = params_desc(p, ctx, &v);
 	return rc ? rc : add_node(out, g, deps, edges, ndeps, &v);
 }
@@ -628,6 +644,7 @@ VGPU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
 		rc = vgpu_call5(VGPU_OP_GRAPH_DESTROY_NODE, ctx->id, 0, id, 0, 0, 0, 0, &cqe);
 	if (!rc) {
 		vgpu_graph_embedded_drop(g, hNode);
+		vgpu_graph_mem_drop(g, hNode);
 		vgpu_graph_node_forget(hNode);
 	}
 	return rc;

@@ -31,6 +31,7 @@ struct embedded {
 	uint32_t id;
 	CUgraph parent;
 	CUgraphNode node;
+	void *owned;		/* freed with the entry (a conditional node's body array) */
 	struct embedded *next;
 };
 
@@ -56,6 +57,7 @@ void vgpu_graph_embedded_drop(CUgraph parent, CUgraphNode node)
 		gone = e->next;
 		vgpu_graph_embedded_drop(e->graph, NULL);	/* its own children */
 		vgpu_graph_handle_free(e->graph);
+		free(e->owned);
 		free(e);
 	}
 }
@@ -68,10 +70,27 @@ void vgpu_graph_embedded_forget(CUgraph g)
 	for (p = &embedded; (e = *p); p = &e->next)
 		if (e->graph == g) {
 			*p = e->next;
+			free(e->owned);
 			free(e);
 			break;
 		}
 	pthread_mutex_unlock(&lock);
+}
+
+int vgpu_graph_embedded_add(CUgraph graph, uint32_t id, CUgraph parent, CUgraphNode node,
+			    void *owned)
+{
+	struct embedded *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	*e = (struct embedded){ .graph = graph, .id = id, .parent = parent, .node = node,
+				  .owned = owned };
+	pthread_mutex_lock(&lock);
+	e->next = embedded;
+	embedded = e;
+	pthread_mutex_unlock(&lock);
+	return 0;
 }
 
 static CUgraph embedded_find(uint32_t id)

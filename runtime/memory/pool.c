@@ -269,8 +269,8 @@ CUresult vgpu_hand_cuMemFreeAsync(bool ptds, CUdeviceptr p, CUstream h)
 	if (known && !graph)
 		drop(i);	/* a graph's memory stays known: launches make it again */
 	pthread_mutex_unlock(&P.lock);
-	if (!known && !(vgpu_mem_classify(s, p, 1, &r) == VGPU_MEM_DEVICE && r.size &&
-			r.base == p))
+	if (!known && !vgpu_graph_mem_is_alloc(p) &&
+	    !(vgpu_mem_classify(s, p, 1, &r) == VGPU_MEM_DEVICE && r.size && r.base == p))
 		return CUDA_ERROR_INVALID_VALUE;
 	vgpu_mem_forget_device(p);
 	return vgpu_post5(VGPU_OP_MEM_FREE_ASYNC, ctx->id, sid, p, 0, 0, 0, 0);

@@ -117,9 +117,15 @@ static inline bool vgpu_is_pool(const struct vgpu_session *s, uint64_t p, uint64
 	return p >= base && len <= size && p - base <= size - len;
 }
 
+/* runtime/graph/graph_memnode.c: an address a graph allocation node holds. */
+VGPU_HIDDEN bool vgpu_graph_mem_contains(uint64_t p);
+/* ...and whether @p is the start of one (what cuMemFree(Async) may free). */
+VGPU_HIDDEN bool vgpu_graph_mem_is_alloc(uint64_t p);
+
 static inline bool vgpu_is_device(const struct vgpu_session *s, uint64_t p)
 {
-	return p >= s->wl.dev_window_base && p - s->wl.dev_window_base < s->wl.dev_window_size;
+	return (p >= s->wl.dev_window_base && p - s->wl.dev_window_base < s->wl.dev_window_size) ||
+	       vgpu_graph_mem_contains(p);
 }
 
 #endif

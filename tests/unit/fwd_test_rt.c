@@ -128,11 +128,21 @@ CUresult vgpu_ctx_current(struct vgpu_ctx **out)
 	return CUDA_SUCCESS;
 }
 
+/* A context a call names travels as its own id: the seed's (NULL: the
+ * current one). */
 CUresult vgpu_ctx_resolve(CUcontext h, struct vgpu_ctx **out)
 {
-	if (h && !seed_of(h, FWD_CTX))
+	static struct vgpu_ctx named[9];
+	int seed = h ? seed_of(h, FWD_CTX) : 0;
+
+	if (h && !seed)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	*out = &ctx;
+	if (!seed) {
+		*out = &ctx;
+		return CUDA_SUCCESS;
+	}
+	named[seed] = (struct vgpu_ctx){ .magic = VGPU_CTX_MAGIC, .id = (uint32_t)seed };
+	*out = &named[seed];
 	return CUDA_SUCCESS;
 }
 

@@ -1293,6 +1293,41 @@ static void test_cuCtxGetLimit(struct fwd_test_env *env)
 	FWD_EXPECT(fwd_test_reached == 0);
 }
 
+/* cuGraphConditionalHandleCreate */
+static CUresult check_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags)
+{
+	fwd_test_reached++;
+	fwd_test_fill(pHandle_out, sizeof(*pHandle_out), 1 + 100);
+	FWD_EXPECT(hGraph == (CUgraph)fwd_test_obj(FWD_GRAPH, 0, 2));
+	FWD_EXPECT(ctx == (CUcontext)fwd_test_obj(FWD_CTX, 0, 3));
+	FWD_EXPECT(fwd_test_same(&defaultLaunchValue, sizeof(defaultLaunchValue), 4));
+	FWD_EXPECT(fwd_test_same(&flags, sizeof(flags), 5));
+	return CUDA_SUCCESS;
+}
+
+static void test_cuGraphConditionalHandleCreate(struct fwd_test_env *env)
+{
+	CUgraphConditionalHandle v1;
+	memset(&v1, 0, sizeof(v1));
+	unsigned int v4;
+	fwd_test_fill(&v4, sizeof(v4), 4);
+	unsigned int v5;
+	fwd_test_fill(&v5, sizeof(v5), 5);
+
+	env->backend->cuGraphConditionalHandleCreate = check_cuGraphConditionalHandleCreate;
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuGraphConditionalHandleCreate(&v1, (CUgraph)fwd_test_handle(FWD_GRAPH, 0, 2), (CUcontext)fwd_test_handle(FWD_CTX, 0, 3), v4, v5) == CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 1);
+	FWD_EXPECT(fwd_test_ckpt_refused());
+	FWD_EXPECT(fwd_test_same(&v1, sizeof(v1), 1 + 100));
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuGraphConditionalHandleCreate(NULL, (CUgraph)fwd_test_handle(FWD_GRAPH, 0, 2), (CUcontext)fwd_test_handle(FWD_CTX, 0, 3), v4, v5) == CUDA_ERROR_INVALID_VALUE);
+	FWD_EXPECT(fwd_test_reached == 0);
+	fwd_test_reached = 0;
+	FWD_EXPECT(cuGraphConditionalHandleCreate(&v1, (CUgraph)fwd_test_wrong_handle(), (CUcontext)fwd_test_handle(FWD_CTX, 0, 3), v4, v5) != CUDA_SUCCESS);
+	FWD_EXPECT(fwd_test_reached == 0);
+}
+
 static const struct fwd_test_case cases[] = {
 	{ "cuCtxGetExecAffinity", test_cuCtxGetExecAffinity },
 	{ "cuCtxResetPersistingL2Cache", test_cuCtxResetPersistingL2Cache },
@@ -1343,6 +1378,7 @@ static const struct fwd_test_case cases[] = {
 	{ "cuGraphKernelNodeCopyAttributes", test_cuGraphKernelNodeCopyAttributes },
 	{ "cuCtxSetLimit", test_cuCtxSetLimit },
 	{ "cuCtxGetLimit", test_cuCtxGetLimit },
+	{ "cuGraphConditionalHandleCreate", test_cuGraphConditionalHandleCreate },
 };
 
 int main(void)

@@ -38,6 +38,13 @@ CUstream worker_stream(struct worker *w, const struct vgpu_sqe *sqe, CUresult *e
 	return e->obj;
 }
 
+/* exec_graph_mem.c's: no graph allocation node here. */
+bool graph_mem_free(struct worker *w, CUdeviceptr p, CUstream st, bool async, CUresult *rc)
+{
+	(void)w, (void)p, (void)st, (void)async, (void)rc;
+	return false;
+}
+
 static const struct op_desc *find_op(uint16_t code)
 {
 	for (const struct op_desc *d = exec_pool_ops; d->fn; d++)

@@ -222,6 +222,10 @@ struct hg_node {
 	void **args;			/* kernel: one pointer a parameter, into block */
 	uint8_t *block;
 	struct hg_graph *child;		/* GRAPH: the node's own copy */
+	struct hg_graph **bodies;	/* CONDITIONAL: its body graphs, nbodies */
+	unsigned int nbodies;
+	CUmemGenericAllocationHandle mem;	/* MEM_ALLOC: the memory it owns (a copy: 0) */
+	size_t mem_size;
 	struct hg_dep *in;
 	size_t nin, capin;
 	int enabled;			/* an instance's: 0 skips it */
@@ -253,5 +257,18 @@ void graph_free(struct hg_graph *g);
 CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p);
 void params_clear(struct hg_node *n);
 CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p);
+/* host_graph_cond.c: a conditional node's bodies made, copied from @src's (an instance's when @instance), dropped;
+ * its handles with CU_GRAPH_COND_ASSIGN_DEFAULT given their default at the
+ * start of a launch of @g; the node run, bodies by @run. */
+/* host_graph_mem.c: a memory node's parameters (an allocation node's memory
+ * made, unless it copies a node's), its memory given back. */
+CUresult mem_node_set(struct hg_node *n, const CUgraphNodeParams *p);
+void mem_node_clear(struct hg_node *n);
+CUresult cond_params_set(struct hg_node *n, const CUDA_CONDITIONAL_NODE_PARAMS *p);
+CUresult cond_copy(struct hg_node *n, const struct hg_node *src, int instance);
+void cond_clear(struct hg_node *n);
+void cond_launch_reset(const struct hg_graph *g);
+CUresult cond_run(const struct hg_node *n, CUstream s,
+		  CUresult (*run)(const struct hg_graph *g, CUstream s));
 
 #endif

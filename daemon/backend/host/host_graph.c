@@ -124,6 +124,8 @@ void params_clear(struct hg_node *n)
 		graph_free(n->child);
 	}
 	n->child = NULL;
+	cond_clear(n);
+	mem_node_clear(n);
 }
 
 /* A kernel's arguments copied out of @p (kernelParams, or an extra buffer),
@@ -248,6 +250,13 @@ CUresult params_set(struct hg_node *n, const CUgraphNodeParams *p)
 		}
 		n->p.graph.graph = (CUgraph)n->child;
 		break;
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		rc = cond_params_set(n, &p->conditional);
+		break;
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		rc = mem_node_set(n, p);
+		break;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		break;
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
@@ -270,8 +279,9 @@ CUresult params_replace(struct hg_node *n, const CUgraphNodeParams *p)
 	struct hg_node t = { .g = n->g, .type = n->type };
 	CUresult rc;
 
-	if (p->type != n->type)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (p->type != n->type || n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+	    n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+		return CUDA_ERROR_INVALID_VALUE;	/* bodies and memory stay the node's */
 	if ((rc = params_set(&t, p)))
 		return rc;
 	params_clear(n);
@@ -374,7 +384,9 @@ struct hg_graph *graph_copy(const struct hg_graph *src, int instance)
 		n->type = s->type;
 		n->enabled = instance ? 1 : 0;
 		memcpy(n->attr, s->attr, sizeof(n->attr));
-		if (host_set_add(&nodes, n) || params_set(n, &s->p))
+		if (host_set_add(&nodes, n) ||
+		    (s->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? cond_copy(n, s, instance)
+							       : params_set(n, &s->p)))
 			goto fail;
 		for (size_t k = 0; k < s->nin; k++) {
 			size_t at = 0;
@@ -515,7 +527,14 @@ static CUresult node_add(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
 CUresult host_cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
 				const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *p)
 {
-	return node_add(node, g, deps, edges, ndeps, p);
+	CUresult rc = node_add(node, g, deps, edges, ndeps, p);
+
+	/* A conditional node's bodies: the array the node holds, as the driver's. */
+	if (!rc && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		p->conditional.phGraph_out = (CUgraph *)((struct hg_node *)*node)->bodies;
+	if (!rc && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)	/* the address it fixed */
+		p->alloc.dptr = ((struct hg_node *)*node)->p.alloc.dptr;
+	return rc;
 }
 
 CUresult host_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,

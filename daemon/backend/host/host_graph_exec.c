@@ -52,6 +52,9 @@ static CUresult graph_order(struct hg_graph *g)
 	for (size_t i = 0; !rc && i < g->n; i++)
 		if (g->nodes[i]->child)
 			rc = graph_order(g->nodes[i]->child);
+	for (size_t i = 0; !rc && i < g->n; i++)
+		for (unsigned int k = 0; !rc && k < g->nodes[i]->nbodies; k++)
+			rc = graph_order(g->nodes[i]->bodies[k]);
 	free(left);
 	free(order);
 	return rc;
@@ -199,6 +202,8 @@ static CUresult run_node(const struct hg_node *n, CUstream s)
 		return host_cuEventRecordWithFlags(p->eventRecord.event, s, 0);
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
 		return host_cuStreamWaitEvent(s, p->eventWait.event, 0);
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		return cond_run(n, s, run_graph);
 	default:
 		return CUDA_SUCCESS;	/* empty */
 	}
@@ -233,6 +238,7 @@ CUresult host_cuGraphLaunch(CUgraphExec h, CUstream s)
 	} else {
 		const struct hg_graph *g = ((struct hg_exec *)h)->g;
 
+		cond_launch_reset(g);
 		for (size_t i = 0; !rc && i < g->n; i++)
 			if (g->nodes[i]->enabled)
 				rc = run_node(g->nodes[i], s);
@@ -385,6 +391,8 @@ static CUgraphExecUpdateResult update_check(const struct hg_exec *e, const struc
 		}
 		if (n->child && n->child->n != o->child->n)
 			return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+		if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)	/* its bodies are not compared */
+			return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
 	}
 	*bad = NULL;
 	return CU_GRAPH_EXEC_UPDATE_SUCCESS;

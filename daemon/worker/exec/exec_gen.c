@@ -1006,6 +1006,30 @@ static enum op_status gen_cuCtxGetLimit(struct worker *w, struct op_call *call)
 	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
 }
 
+static enum op_status gen_cuGraphConditionalHandleCreate(struct worker *w, struct op_call *call)
+{
+	struct vgpu_args_cuGraphConditionalHandleCreate in_;
+	struct vgpu_res_cuGraphConditionalHandleCreate out_;
+	CUgraph hGraph = NULL;
+	CUcontext ctx = NULL;
+	uint64_t extra_ = 0;
+	CUresult rc_ = fwd_args(call, &in_, sizeof(in_), &extra_);
+
+	(void)w;
+	memset(&out_, 0, sizeof(out_));
+	if (!rc_)
+		rc_ = fwd_graph(w, call, in_.hGraph, &hGraph);
+	if (!rc_)
+		rc_ = fwd_ctx(w, call, in_.ctx, &ctx);
+	if (!rc_ && extra_)
+		rc_ = CUDA_ERROR_INVALID_VALUE;
+	if (!rc_)
+		rc_ = w->B.cuGraphConditionalHandleCreate(&out_.pHandle_out, hGraph, ctx, in_.defaultLaunchValue, in_.flags);
+	if (!rc_)
+		calls_log_refuse(w, "cuGraphConditionalHandleCreate");
+	return fwd_answer(call, rc_, &out_, sizeof(out_), 0);
+}
+
 const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuCtxGetExecAffinity, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuCtxGetExecAffinity),
 	OP(GEN_cuCtxResetPersistingL2Cache, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuCtxResetPersistingL2Cache),
@@ -1056,5 +1080,6 @@ const struct op_desc exec_gen_ops[] = {
 	OP(GEN_cuGraphKernelNodeCopyAttributes, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuGraphKernelNodeCopyAttributes),
 	OP(GEN_cuCtxSetLimit, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuCtxSetLimit),
 	OP(GEN_cuCtxGetLimit, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuCtxGetLimit),
+	OP(GEN_cuGraphConditionalHandleCreate, OPF_NEEDS_CTX | OPF_SYNC_ONLY | OPF_NO_PRINT, gen_cuGraphConditionalHandleCreate),
 	{ 0 },
 };

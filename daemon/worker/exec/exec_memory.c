@@ -18,7 +18,7 @@ static int in_window(struct worker *w, uint64_t p, uint64_t len)
 int worker_addr_ok(struct worker *w, uint64_t p, uint64_t len)
 {
 	return in_window(w, p, len) || hostpool_contains(&w->pool, p, len) ||
-	       worker_global_contains(w, p, len);
+	       worker_global_contains(w, p, len) || graph_mem_contains(p, len);
 }
 
 static CUdevice ctx_device(struct worker *w)
@@ -64,7 +64,8 @@ static enum op_status op_mem_free(struct worker *w, struct op_call *call)
 	/* cuMemFree waits for the device, so nothing still uses the memory. */
 	CUresult rc;
 
-	if (pools_mem_free(w, call->sqe->arg[0], &rc)) {
+	if (pools_mem_free(w, call->sqe->arg[0], &rc) ||
+	    graph_mem_free(w, call->sqe->arg[0], NULL, false, &rc)) {
 		call->cqe->result = rc;
 		return OP_DONE;
 	}

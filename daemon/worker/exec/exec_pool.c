@@ -280,6 +280,8 @@ static enum op_status op_free_async(struct worker *w, struct op_call *call)
 	pools_settle(w);
 	if (rc)
 		;
+	else if (i < 0 && !captured && graph_mem_free(w, s->arg[0], st, true, &rc))
+		;	/* a graph allocation node's, outside its graph */
 	else if (i < 0)
 		rc = captured ? CUDA_ERROR_INVALID_VALUE : free_plain(w, s->arg[0]);
 	else if (ps->b[i].state == BLOCK_GRAPH)

@@ -24,9 +24,16 @@ void graph_nodes_forget(uint32_t graph)
 
 	if (!nodes.kind)
 		return;
+	graph_mem_forget(graph, 0);
 	obj_for_each(&nodes, i, e)
 		if (e->aux == graph)
 			obj_remove(&nodes, i);
+}
+
+void graph_node_drop(uint32_t id)
+{
+	if (nodes.kind && id && id < OBJ_MAX_ID)
+		obj_remove(&nodes, id);
 }
 
 /* The node's id, issued now if it has none. 0: no more ids. */
@@ -614,6 +621,7 @@ static enum op_status op_destroy_node(struct worker *w, struct op_call *call)
 		rc = w->B.cuGraphDestroyNode(node);
 	if (!rc) {
 		graph_embedded_forget(w, graph, (uint32_t)call->sqe->arg[0]);
+		graph_mem_forget(graph, (uint32_t)call->sqe->arg[0]);
 		obj_remove(&nodes, (uint32_t)call->sqe->arg[0]);
 	}
 	call->cqe->result = rc;

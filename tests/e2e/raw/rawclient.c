@@ -916,6 +916,83 @@ static int graphs(void)
 	expect(CUDA_ERROR_INVALID_HANDLE, c, "kernel node attribute: a node never issued");
 	c = call(VGPU_OP_MEMCPY_NODE_GET, 5, 0, 0, 0, 0, NULL, 0);
 	expect(CUDA_ERROR_INVALID_HANDLE, c, "copy node parameters: a node never issued");
+	/* Conditional and memory nodes (exec_graph_cond.c, exec_graph_mem.c). */
+	{
+		struct vgpu_cond_params cp = { .handle = 0xdead, .type = CU_GRAPH_COND_TYPE_IF,
+					       .size = 1, .body = { 91 } }, cv;
+		struct vgpu_mem_node al = { .type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .bytesize = 4096 },
+				     fr = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .dptr = buf }, mv;
+		uint64_t at;
+
+		c = call(VGPU_OP_GRAPH_CREATE, 90, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_SUCCESS, c, "graphs: graph 90 made");
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cp, sizeof(cp) - 4);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: a short description");
+		cv = cp, cv.type = 3;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: type 3");
+		cv = cp, cv.size = 0;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: no body");
+		cv = cp, cv.size = VGPU_MAX_COND_BODIES + 1;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: 65 bodies");
+		cv = cp, cv.body[0] = 0;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: body id 0");
+		cv = cp, cv.body[0] = 90;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: a body id taken");
+		cv = cp, cv.type = CU_GRAPH_COND_TYPE_SWITCH, cv.size = 2, cv.body[1] = 91;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: a body id twice");
+		cv = cp, cv.body[5] = 95;
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cv, sizeof(cv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "conditional node: an id past its bodies");
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 90, 0, 0, 0, 0, &cp, sizeof(cp));
+		check(c.result != CUDA_SUCCESS, "conditional node: a handle never made", c.result);
+		c = call(VGPU_OP_GRAPH_ADD_COND_NODE, 77, 0, 0, 0, 0, &cp, sizeof(cp));
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "conditional node: a graph never made");
+
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &fr, sizeof(fr));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: freeing memory no node gave");
+		mv = al, mv.bytesize = 0;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: 0 bytes");
+		mv = al, mv.device = 7;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: device 7");
+		mv = al, mv.naccess = VGPU_MAX_MEM_NODE_ACCESS + 1;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: 9 access descriptors");
+		mv = al, mv.naccess = 1, mv.access[0].flags = 9;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: access flags 9");
+		mv = al, mv.dptr = buf;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: an allocation naming an address");
+		mv = al, mv.type = CU_GRAPH_NODE_TYPE_MEMSET;
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &mv, sizeof(mv));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: a memset as a memory node");
+		c = call(VGPU_OP_GRAPH_ADD_MEM_NODE, 90, 0, 0, 0, 0, &al, sizeof(al));
+		expect(CUDA_SUCCESS, c, "memory node: an allocation");
+		at = c.val[1];
+		v = set, v.dst = at, v.width = 1024;
+		c = call(VGPU_OP_GRAPH_ADD_NODE, 90, 0, 0, 0, 0, &v, sizeof(v));
+		expect(CUDA_SUCCESS, c, "memory node: its memory is the session's");
+		v.width = 1025;
+		c = call(VGPU_OP_GRAPH_ADD_NODE, 90, 0, 0, 0, 0, &v, sizeof(v));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: up to its end only");
+		c = call(VGPU_OP_GRAPH_DESTROY, 90, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_SUCCESS, c, "graphs: graph 90 destroyed");
+		c = call(VGPU_OP_GRAPH_CREATE, 92, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_SUCCESS, c, "graphs: graph 92 made");
+		v.width = 1024;
+		c = call(VGPU_OP_GRAPH_ADD_NODE, 92, 0, 0, 0, 0, &v, sizeof(v));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: its memory gone with its graph");
+		c = call(VGPU_OP_GRAPH_DESTROY, 92, 0, 0, 0, 0, NULL, 0);
+		expect(CUDA_SUCCESS, c, "graphs: graph 92 destroyed");
+	}
 	c = call(VGPU_OP_MEM_ALLOC, 4096, 0, 0, 0, 0, NULL, 0);
 	expect(CUDA_SUCCESS, c, "the worker serves on");
 	printf("graphs: %d failures\n", failures);
