@@ -7,8 +7,8 @@
  * Kernel nodes go through graph_node.c (parameters packed at the function's
  * offsets). Copies and memsets name device memory (the worker checks it is
  * the session's); their offsets are folded into the addresses here. Copies
- * to or from host memory or arrays are not provided (the worker cannot
- * reach the program's host memory when the graph runs). Child graphs and
+ * with a host end go through graph_hostcopy.c (pinned pool ends by address,
+ * pageable ones staged); array ends are not provided. Child graphs and
  * events travel by id; the worker checks each one.
  */
 #include <stdlib.h>
@@ -17,30 +17,14 @@
 #include "client.h"
 #include "entry.h"
 #include "graph.h"
+#include "graph_hostcopy.h"
 #include "init.h"
 #include "unsupported.h"
 
-/* A 3D copy between device addresses, as the worker's description. */
+/* A 3D copy as the worker's description (graph_hostcopy.c). */
 static CUresult memcpy_desc(const CUDA_MEMCPY3D *c, struct vgpu_node_params *v)
 {
-	if (!c)
-		return CUDA_ERROR_INVALID_VALUE;
-	if ((c->srcMemoryType != CU_MEMORYTYPE_DEVICE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED) ||
-	    (c->dstMemoryType != CU_MEMORYTYPE_DEVICE && c->dstMemoryType != CU_MEMORYTYPE_UNIFIED))
-		return vgpu_unsupported("a graph copy node with host memory or arrays");
-	if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
-		return CUDA_ERROR_INVALID_VALUE;
-	v->type = CU_GRAPH_NODE_TYPE_MEMCPY;
-	v->src = c->srcDevice + c->srcXInBytes + (c->srcY + c->srcZ * c->srcHeight) * c->srcPitch;
-	v->dst = c->dstDevice + c->dstXInBytes + (c->dstY + c->dstZ * c->dstHeight) * c->dstPitch;
-	v->src_pitch = c->srcPitch;
-	v->dst_pitch = c->dstPitch;
-	v->src_rows = c->srcHeight;
-	v->dst_rows = c->dstHeight;
-	v->width = c->WidthInBytes;
-	v->height = c->Height;
-	v->depth = c->Depth;
-	return CUDA_SUCCESS;
+	return vgpu_graph_copy_desc(c, v);
 }
 
 static CUresult memset_desc(const CUDA_MEMSET_NODE_PARAMS *m, struct vgpu_node_params *v)

@@ -22,6 +22,7 @@
 #include "entry.h"
 #include "forward.h"
 #include "graph.h"
+#include "graph_hostcopy.h"
 #include "init.h"
 
 /* ---- graphs child graph nodes own ----------------------------------------- */
@@ -546,5 +547,8 @@ CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 		return rc;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
-	return vgpu_call_exact(&r, out, sizeof(*out));
+	rc = vgpu_call_exact(&r, out, sizeof(*out));
+	if (!rc)	/* a staged end: the program's memory */
+		vgpu_graph_copy_answer(out);
+	return rc;
 }

@@ -67,10 +67,10 @@ static CUresult edge_out(struct worker *w, uint32_t graph, CUgraphNode from, CUg
 
 	_Static_assert(sizeof(out->data) == sizeof(*d), "edge data layout");
 	memset(out, 0, sizeof(*out));
-	if (from && !(rc = w->B.cuGraphNodeGetType(from, &ft)) &&
+	if (from && !(rc = graph_node_type(w, from, &ft)) &&
 	    !(out->from = graph_node_id(from, graph)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!rc && to && !(rc = w->B.cuGraphNodeGetType(to, &tt)) &&
+	if (!rc && to && !(rc = graph_node_type(w, to, &tt)) &&
 	    !(out->to = graph_node_id(to, graph)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	out->from_type = ft;
@@ -218,7 +218,7 @@ static enum op_status op_node_object(struct worker *w, struct op_call *call)
 	CUresult rc = graph_live_node(w, s->arg[0], &node, &graph);
 
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(node, &t);
+		rc = graph_node_type(w, node, &t);
 	if (!rc && t == CU_GRAPH_NODE_TYPE_GRAPH)
 		rc = child_graph(w, node, graph, (uint32_t)s->arg[0], s->arg[1], call->cqe);
 	else if (!rc && t == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
@@ -273,7 +273,7 @@ static enum op_status op_node_in_clone(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = w->B.cuGraphNodeFindInClone(&found, node, clone->obj);
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(found, &t);
+		rc = graph_node_type(w, found, &t);
 	if (!rc && !(id = graph_node_id(found, (uint32_t)s->arg[1])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	call->cqe->result = rc;
@@ -377,9 +377,11 @@ static enum op_status op_memcpy_get(struct worker *w, struct op_call *call)
 	if (!rc && w->ring.reply_slot_size < sizeof(c))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(node, &t);
+		rc = graph_node_type(w, node, &t);
 	if (!rc && t != CU_GRAPH_NODE_TYPE_MEMCPY)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc && graph_staged_copy(w, node))	/* the runtime names its staging block */
+		node = graph_staged_copy(w, node);
 	if (!rc) {
 		memset(&c, 0, sizeof(c));
 		rc = w->B.cuGraphMemcpyNodeGetParams(node, &c);

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graph copy nodes with a host end.
+ *
+ * An end in the session's pinned pool is mapped at the same address here
+ * and registered with the driver: the node copies to or from it as host
+ * memory. The program's pageable memory cannot be reached from here, so
+ * the runtime stages such an end through a pool block it owns and names a
+ * callback of its own that moves the bytes between the block and the
+ * program's memory. The node is then a child graph node holding
+ * [callback -> copy] (to the device) or [copy -> callback] (from it): the
+ * program sees one copy node (graph_node_type, graph_staged_copy), its
+ * edges attach to the pair as a whole, and clones and instances carry it
+ * as the driver carries child graphs. The callback's host job is marked
+ * staged (graph_host.c), which is how such a node is told from a child
+ * graph of the program's.
+ *
+ * Captured copies of pageable memory come as GRAPH_CAPTURE_STAGED: the
+ * same node, added to the capture's graph after its current dependencies.
+ */
+#include <string.h>
+
+#include "log.h"
+#include "worker.h"
+
+/* The child graph a staged description makes, until the next one: adding
+ * or setting a child graph node copies it. The worker runs one call at a
+ * time. */
+static CUgraph scratch;
+
+static void scratch_drop(struct worker *w)
+{
+	if (scratch)
+		w->B.cuGraphDestroy(scratch);
+	scratch = NULL;
+}
+
+CUresult graph_node_type(struct worker *w, CUgraphNode n, CUgraphNodeType *t)
+{
+	CUresult rc = w->B.cuGraphNodeGetType(n, t);
+
+	if (!rc && *t == CU_GRAPH_NODE_TYPE_GRAPH && graph_staged_copy(w, n))
+		*t = CU_GRAPH_NODE_TYPE_MEMCPY;
+	return rc;
+}
+
+CUgraphNode graph_staged_copy(struct worker *w, CUgraphNode n)
+{
+	CUgraphNode list[3], copy = NULL;
+	CUgraphNodeType t;
+	CUgraph g;
+	size_t count = 3;
+	bool staged = false;
+
+	if (w->B.cuGraphNodeGetType(n, &t) || t != CU_GRAPH_NODE_TYPE_GRAPH ||
+	    w->B.cuGraphChildGraphNodeGetGraph(n, &g) || w->B.cuGraphGetNodes(g, list, &count) ||
+	    count != 2)
+		return NULL;
+	for (size_t i = 0; i < 2; i++) {
+		if (w->B.cuGraphNodeGetType(list[i], &t))
+			return NULL;
+		if (t == CU_GRAPH_NODE_TYPE_HOST)
+			staged = graph_host_staged(w, list[i]);
+		else if (t == CU_GRAPH_NODE_TYPE_MEMCPY)
+			copy = list[i];
+	}
+	return staged ? copy : NULL;
+}
+
+/* The worker's pinned pool holds [p, p + span): the end is host memory. */
+static bool in_pool(struct worker *w, uint64_t p)
+{
+	return hostpool_contains(&w->pool, p, 1);
+}
+
+CUresult graph_copy_params(struct worker *w, const struct vgpu_node_params *v, CUcontext ctx,
+			   CUgraphNodeParams *p)
+{
+	CUDA_MEMCPY3D *c = &p->memcpy.copyParams;
+	CUgraphNodeParams hp = { .type = CU_GRAPH_NODE_TYPE_HOST };
+	CUgraphNode first = NULL, second = NULL;
+	uint64_t cookie = v->value | (uint64_t)v->elem << 32;
+	CUresult rc;
+
+	p->type = CU_GRAPH_NODE_TYPE_MEMCPY;
+	p->memcpy.copyCtx = ctx;
+	*c = (CUDA_MEMCPY3D){
+		.srcPitch = v->src_pitch, .srcHeight = v->src_rows,
+		.dstPitch = v->dst_pitch, .dstHeight = v->dst_rows,
+		.WidthInBytes = v->width, .Height = v->height, .Depth = v->depth,
+	};
+	if (in_pool(w, v->src)) {
+		c->srcMemoryType = CU_MEMORYTYPE_HOST;
+		c->srcHost = (const void *)(uintptr_t)v->src;
+	} else {
+		c->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c->srcDevice = v->src;
+	}
+	if (in_pool(w, v->dst)) {
+		c->dstMemoryType = CU_MEMORYTYPE_HOST;
+		c->dstHost = (void *)(uintptr_t)v->dst;
+	} else {
+		c->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c->dstDevice = v->dst;
+	}
+	if (!v->id)
+		return CUDA_SUCCESS;
+	/* Staged: the staged end is a pool block, the other the device's. */
+	if (v->id > 2 || (v->id == 1 && (c->srcMemoryType != CU_MEMORYTYPE_HOST ||
+					 c->dstMemoryType != CU_MEMORYTYPE_DEVICE)) ||
+	    (v->id == 2 && (c->dstMemoryType != CU_MEMORYTYPE_HOST ||
+			    c->srcMemoryType != CU_MEMORYTYPE_DEVICE)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = graph_host_staged_params(w, cookie, &hp.host)))
+		return rc;
+	scratch_drop(w);
+	if ((rc = w->B.cuGraphCreate(&scratch, 0)))
+		return rc;
+	rc = w->B.cuGraphAddNode_v2(&first, scratch, NULL, NULL, 0, v->id == 1 ? &hp : p);
+	if (!rc)
+		rc = w->B.cuGraphAddNode_v2(&second, scratch, &first, NULL, 1,
+					    v->id == 1 ? p : &hp);
+	if (rc) {
+		scratch_drop(w);
+		return rc;
+	}
+	memset(p, 0, sizeof(*p));
+	p->type = CU_GRAPH_NODE_TYPE_GRAPH;
+	p->graph.graph = scratch;
+	return CUDA_SUCCESS;
+}
+
+/* A staged copy recorded into the capture on sqe.stream, after what the
+ * capture would have ordered it after. */
+static enum op_status op_capture_staged(struct worker *w, struct op_call *call)
+{
+	CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+	const CUgraphNode *deps = NULL;
+	const CUgraphEdgeData *edges = NULL;
+	struct vgpu_node_params v;
+	CUgraphNodeParams p;
+	CUgraphNode node = NULL;
+	CUgraph g = NULL;
+	size_t n = 0;
+	CUresult rc;
+	CUstream st = worker_stream(w, call->sqe, &rc);
+
+	if (!rc && call->len != sizeof(v))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc) {
+		memcpy(&v, call->payload, sizeof(v));
+		if (v.type != CU_GRAPH_NODE_TYPE_MEMCPY || !v.id)
+			rc = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!rc)
+		rc = graph_node_params(w, &v, 0, &p);
+	if (!rc)
+		rc = w->B.cuStreamGetCaptureInfo_v3(st, &status, NULL, &g, &deps, &edges, &n);
+	if (!rc && status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+		rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	if (!rc)
+		rc = w->B.cuGraphAddNode_v2(&node, g, deps, edges, n, &p);
+	if (!rc)
+		rc = w->B.cuStreamUpdateCaptureDependencies_v2(st, &node, NULL, 1,
+							      CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+	call->cqe->result = rc;
+	return OP_DONE;
+}
+
+const struct op_desc exec_graph_hostcopy_ops[] = {
+	OP(GRAPH_CAPTURE_STAGED, OPF_NEEDS_CTX | OPF_SYNC_ONLY, op_capture_staged),
+	{ 0 },
+};
