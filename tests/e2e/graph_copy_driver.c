@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Graph copy nodes with a host end. A graph of copies from the program's
+ * host memory to the device, a device-to-device copy, and copies back to
+ * host memory, once with pinned (cuMemAllocHost) and once with pageable
+ * (malloc, and the stack) buffers, launched three times with the host
+ * buffers changed between launches: each launch reads the host source as it
+ * is then and writes the host destination. The copy nodes read back as
+ * copy nodes naming the program's memory (cuGraphNodeGetType,
+ * cuGraphMemcpyNodeGetParams, cuGraphGetNodes counts the program's nodes);
+ * a clone runs the same; the instance's copy given a new destination
+ * (cuGraphExecMemcpyNodeSetParams). Then a capture of pageable async copies
+ * (up and down around a device copy), launched three times likewise, where
+ * the backend captures (the host backend does not: tests/gpu/graph_copy.cu
+ * captures on the GPU).
+ *
+ * One line per check on stdout, nothing that depends on addresses or the
+ * backend; exit 0 pass, 1 fail.
+ */
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver_check.h"
+
+#define N 64
+
+static CUstream s;
+static CUcontext ctx;
+
+static CUresult run(CUgraphExec ge)
+{
+	CUresult rc = cuGraphLaunch(ge, s);
+
+	return rc ? rc : cuStreamSynchronize(s);
+}
+
+static CUDA_MEMCPY3D copy_up(const void *host, CUdeviceptr dev, size_t bytes)
+{
+	CUDA_MEMCPY3D c = { 0 };
+
+	c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = host;
+	c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = dev;
+	c.WidthInBytes = bytes, c.Height = 1, c.Depth = 1;
+	return c;
+}
+
+static CUDA_MEMCPY3D copy_down(CUdeviceptr dev, void *host, size_t bytes)
+{
+	CUDA_MEMCPY3D c = { 0 };
+
+	c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = dev;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = host;
+	c.WidthInBytes = bytes, c.Height = 1, c.Depth = 1;
+	return c;
+}
+
+static bool all_are(const uint32_t *p, uint32_t v)
+{
+	for (int i = 0; i < N; i++)
+		if (p[i] != v + (uint32_t)i)
+			return false;
+	return true;
+}
+
+static void fill(uint32_t *p, uint32_t v)
+{
+	for (int i = 0; i < N; i++)
+		p[i] = v + (uint32_t)i;
+}
+
+/*
+ * in -> d (H2D), d -> e (D2D), e -> out (D2H), and a 2D D2H of the first
+ * 4 words of each of 4 rows of e into @rows (pitch 32 bytes, 16 used),
+ * launched 3 times with @in changed between launches.
+ */
+static void explicit_graph(const char *kind, uint32_t *in, uint32_t *out, uint32_t *out2,
+			   uint32_t *rows, CUdeviceptr d, CUdeviceptr e)
+{
+	CUgraph g, clone;
+	CUgraphExec ge, gc;
+	CUgraphNode up, mid, down, part, nodes[8];
+	CUgraphNodeType t = CU_GRAPH_NODE_TYPE_EMPTY;
+	CUDA_MEMCPY3D c = copy_up(in, d, 4 * N), got;
+	CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_MEMCPY };
+	size_t n = 8;
+	char what[128];
+	CUresult rc;
+	bool ok = true;
+
+	MUST(cuGraphCreate(&g, 0));
+	rc = cuGraphAddMemcpyNode(&up, g, NULL, 0, &c, ctx);
+	snprintf(what, sizeof(what), "%s: a copy node from host memory is added", kind);
+	expect(!rc, what, rc);
+	if (rc)
+		return;
+	c = (CUDA_MEMCPY3D){ 0 };
+	c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.srcDevice = d, c.dstDevice = e, c.WidthInBytes = 4 * N, c.Height = 1, c.Depth = 1;
+	MUST(cuGraphAddMemcpyNode(&mid, g, &up, 1, &c, ctx));
+	np.memcpy.copyParams = copy_down(e, out, 4 * N);
+	rc = cuGraphAddNode(&down, g, &mid, NULL, 1, &np);
+	snprintf(what, sizeof(what), "%s: a copy node to host memory is added (cuGraphAddNode)",
+		 kind);
+	expect(!rc, what, rc);
+	c = (CUDA_MEMCPY3D){ 0 };
+	c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = e, c.srcPitch = 64;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = rows, c.dstPitch = 32;
+	c.WidthInBytes = 16, c.Height = 4, c.Depth = 1;
+	rc = cuGraphAddMemcpyNode(&part, g, &mid, 1, &c, ctx);
+	snprintf(what, sizeof(what), "%s: a pitched copy node to host memory is added", kind);
+	expect(!rc, what, rc);
+
+	rc = cuGraphNodeGetType(down, &t);
+	if (!rc)
+		rc = cuGraphGetNodes(g, nodes, &n);
+	snprintf(what, sizeof(what), "%s: the graph has 4 nodes, the last a copy node", kind);
+	expect(!rc && n == 4 && t == CU_GRAPH_NODE_TYPE_MEMCPY, what, rc);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = cuGraphNodeGetType(nodes[i], &t);
+		ok = ok && t == CU_GRAPH_NODE_TYPE_MEMCPY;
+	}
+	snprintf(what, sizeof(what), "%s: cuGraphGetNodes gives 4 copy nodes", kind);
+	expect(!rc && ok, what, rc);
+	memset(&got, 0, sizeof(got));
+	rc = cuGraphMemcpyNodeGetParams(up, &got);
+	snprintf(what, sizeof(what), "%s: the copy from host memory reads back as given", kind);
+	expect(!rc && got.srcMemoryType == CU_MEMORYTYPE_HOST && got.srcHost == in &&
+	       got.dstDevice == d && got.WidthInBytes == 4 * N, what, rc);
+	memset(&got, 0, sizeof(got));
+	rc = cuGraphMemcpyNodeGetParams(part, &got);
+	snprintf(what, sizeof(what), "%s: the pitched copy to host memory reads back as given",
+		 kind);
+	expect(!rc && got.dstMemoryType == CU_MEMORYTYPE_HOST && got.dstHost == rows &&
+	       got.dstPitch == 32 && got.Height == 4, what, rc);
+
+	MUST(cuGraphInstantiateWithFlags(&ge, g, 0));
+	ok = true;
+	for (uint32_t i = 0; i < 3 && ok; i++) {
+		fill(in, 1000 * (i + 1));
+		memset(out, 0, 4 * N);
+		memset(rows, 0xff, 4 * 8 * 4);
+		rc = run(ge);
+		ok = !rc && all_are(out, 1000 * (i + 1));
+		for (int r = 0; ok && r < 4; r++)
+			for (int k = 0; ok && k < 8; k++)	/* 4 copied, 4 left */
+				ok = rows[r * 8 + k] == (k < 4 ? 1000 * (i + 1) + 16 * r + k
+							     : 0xffffffffu);
+	}
+	snprintf(what, sizeof(what), "%s: 3 launches each copy the host buffer as it is then",
+		 kind);
+	expect(ok, what, rc);
+
+	rc = cuGraphClone(&clone, g);
+	if (!rc)
+		rc = cuGraphInstantiateWithFlags(&gc, clone, 0);
+	fill(in, 7000);
+	memset(out, 0, 4 * N);
+	if (!rc)
+		rc = run(gc);
+	snprintf(what, sizeof(what), "%s: a clone copies the same buffers", kind);
+	expect(!rc && all_are(out, 7000), what, rc);
+	if (!rc) {
+		cuGraphExecDestroy(gc);
+		cuGraphDestroy(clone);
+	}
+
+	c = copy_down(e, out2, 4 * N);
+	rc = cuGraphExecMemcpyNodeSetParams(ge, down, &c, ctx);
+	fill(in, 9000);
+	memset(out, 0, 4 * N);
+	memset(out2, 0, 4 * N);
+	if (!rc)
+		rc = run(ge);
+	snprintf(what, sizeof(what), "%s: the instance's copy is given a new host destination",
+		 kind);
+	expect(!rc && all_are(out2, 9000) && out[0] == 0, what, rc);
+	cuGraphExecDestroy(ge);
+	cuGraphDestroy(g);
+}
+
+/* Async copies to and from pageable memory captured, launched 3 times. */
+static void captured(CUdeviceptr d, CUdeviceptr e)
+{
+	uint32_t *in = malloc(4 * N), out[N];
+	CUgraph g;
+	CUgraphExec ge;
+	size_t n = 0;
+	CUresult rc;
+	bool ok = true;
+
+	if (!in)
+		exit(1);
+	fill(in, 0);
+	rc = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {	/* the host backend: tests/gpu/graph_copy.cu */
+		fprintf(stderr, "graph_copy_driver: this backend does not capture streams\n");
+		free(in);
+		return;
+	}
+	MUST(rc);
+	rc = cuMemcpyHtoDAsync(d, in, 4 * N, s);
+	if (!rc)
+		rc = cuMemcpyDtoDAsync(e, d, 4 * N, s);
+	if (!rc)
+		rc = cuMemcpyAsync((CUdeviceptr)(uintptr_t)out, e, 4 * N, s);
+	expect(!rc, "captured: async copies of pageable memory are captured", rc);
+	MUST(cuStreamEndCapture(s, &g));
+	rc = cuGraphGetNodes(g, NULL, &n);
+	expect(!rc && n == 3, "captured: the graph holds 3 nodes", rc);
+	MUST(cuGraphInstantiateWithFlags(&ge, g, 0));
+	for (uint32_t i = 0; i < 3 && ok; i++) {
+		fill(in, 500 * (i + 1));
+		memset(out, 0, sizeof(out));
+		rc = run(ge);
+		ok = !rc && all_are(out, 500 * (i + 1));
+	}
+	expect(ok, "captured: 3 launches each copy the pageable buffer as it is then", rc);
+	cuGraphExecDestroy(ge);
+	cuGraphDestroy(g);
+	free(in);
+}
+
+int main(void)
+{
+	CUdevice dev;
+	CUdeviceptr d, e;
+	CUgraph probe;
+	uint32_t *pin_in, *pin_out, *pin_out2, *pin_rows;
+	uint32_t *pg_in, *pg_out2, pg_out[N], pg_rows[32];
+	CUresult rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	MUST(cuInit(0));
+	MUST(cuDeviceGet(&dev, 0));
+	MUST(cuCtxCreate(&ctx, NULL, 0, dev));
+	MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	MUST(cuMemAlloc(&d, 4 * N));
+	MUST(cuMemAlloc(&e, 4 * N));
+	rc = cuGraphCreate(&probe, 0);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+		fprintf(stderr, "graph_copy_driver: this backend has no graphs\n");
+		return checks_done("graph_copy_driver");
+	}
+	MUST(rc);
+	cuGraphDestroy(probe);
+	MUST(cuMemAllocHost((void **)&pin_in, 4 * N));
+	MUST(cuMemAllocHost((void **)&pin_out, 4 * N));
+	MUST(cuMemAllocHost((void **)&pin_out2, 4 * N));
+	MUST(cuMemAllocHost((void **)&pin_rows, 4 * 32));
+	explicit_graph("pinned", pin_in, pin_out, pin_out2, pin_rows, d, e);
+	pg_in = malloc(4 * N);
+	pg_out2 = malloc(4 * N);
+	if (!pg_in || !pg_out2)
+		return 1;
+	explicit_graph("pageable", pg_in, pg_out, pg_out2, pg_rows, d, e);
+	captured(d, e);
+	free(pg_in);
+	free(pg_out2);
+	cuMemFreeHost(pin_in);
+	cuMemFreeHost(pin_out);
+	cuMemFreeHost(pin_out2);
+	cuMemFreeHost(pin_rows);
+	cuMemFree(d);
+	cuMemFree(e);
+	return checks_done("graph_copy_driver");
+}
