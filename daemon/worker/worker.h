@@ -221,6 +221,9 @@ CUresult graph_node_type(struct worker *w, CUgraphNode n, CUgraphNodeType *t);
 CUgraphNode graph_staged_copy(struct worker *w, CUgraphNode n);
 CUresult graph_copy_params(struct worker *w, const struct vgpu_node_params *v, CUcontext ctx,
 			   CUgraphNodeParams *p);
+/* New parameters for staged copy @n of a graph (not an instance's): @p as
+ * graph_copy_params made them for a staged description the same way. */
+CUresult graph_staged_set(struct worker *w, CUgraphNode n, const CUgraphNodeParams *p);
 extern const struct op_desc exec_graph_hostcopy_ops[];
 /* graph_snap.c: what each instance was made from, kept for checkpoints:
  * taken when it is made (@e its entry, flags as instantiated), followed

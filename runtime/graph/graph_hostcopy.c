@@ -16,7 +16,8 @@
  * (vgpu_graph_copy_answer puts them back).
  *
  * A staged end's block and callback live as long as the session, as host
- * node callbacks do: the node, its graph's clones and instances all name
+ * node callbacks do, one for each end (address, shape, direction) however
+ * many nodes name it: the node, its graph's clones and instances all name
  * them, and the driver copies graphs without telling. Launches of two
  * instances (or clones) of one graph that overlap share the block, as they
  * would share a pinned buffer the program named: order them (CUDA orders
@@ -43,6 +44,7 @@ struct staged {
 	uint64_t pitch, rows;	/* the program's end: bytes a row, rows a layer */
 	uint64_t width, height, depth;
 	bool up;		/* to the device: the block is filled before */
+	uint64_t cookie;	/* staged_run on this */
 	struct staged *next;
 };
 
@@ -84,6 +86,19 @@ static CUresult stage(uint8_t *host, uint64_t pitch, uint64_t rows, uint64_t wid
 		return CUDA_ERROR_INVALID_VALUE;
 	if (depth > 1 && rows < height)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* One block for one end: a program that captures the same copy at
+	 * every step (jacobiCudaGraphs) makes no more. */
+	pthread_mutex_lock(&lock);
+	for (s = all; s; s = s->next)
+		if (s->host == host && s->pitch == pitch && s->rows == rows &&
+		    s->width == width && s->height == height && s->depth == depth && s->up == up)
+			break;
+	pthread_mutex_unlock(&lock);
+	if (s) {
+		*out = s;
+		*cookie = s->cookie;
+		return CUDA_SUCCESS;
+	}
 	if (!(s = calloc(1, sizeof(*s))))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if ((rc = cuMemHostAlloc(&block, (size_t)bytes, 0))) {
@@ -92,7 +107,7 @@ static CUresult stage(uint8_t *host, uint64_t pitch, uint64_t rows, uint64_t wid
 	}
 	*s = (struct staged){ .host = host, .stage = block, .pitch = pitch, .rows = rows,
 			      .width = width, .height = height, .depth = depth, .up = up };
-	if (!(*cookie = vgpu_callback_keep(staged_run, s))) {
+	if (!(s->cookie = *cookie = vgpu_callback_keep(staged_run, s))) {
 		cuMemFreeHost(block);
 		free(s);
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -9,7 +9,8 @@
  * copy nodes naming the program's memory (cuGraphNodeGetType,
  * cuGraphMemcpyNodeGetParams, cuGraphGetNodes counts the program's nodes);
  * a clone runs the same; the instance's copy given a new destination
- * (cuGraphExecMemcpyNodeSetParams). Then a capture of pageable async copies
+ * (cuGraphExecMemcpyNodeSetParams), the graph's a new source
+ * (cuGraphMemcpyNodeSetParams). Then a capture of pageable async copies
  * (up and down around a device copy), launched three times likewise, where
  * the backend captures (the host backend does not: tests/gpu/graph_copy.cu
  * captures on the GPU).
@@ -179,6 +180,23 @@ static void explicit_graph(const char *kind, uint32_t *in, uint32_t *out, uint32
 		 kind);
 	expect(!rc && all_are(out2, 9000) && out[0] == 0, what, rc);
 	cuGraphExecDestroy(ge);
+
+	/* The graph's first copy reads @out now (its last copy writes it). */
+	c = copy_up(out, d, 4 * N);
+	rc = cuGraphMemcpyNodeSetParams(up, &c);
+	fill(in, 1);
+	fill(out, 4000);
+	if (!rc)
+		rc = cuGraphInstantiateWithFlags(&ge, g, 0);
+	if (!rc) {
+		rc = run(ge);
+		cuGraphExecDestroy(ge);
+	}
+	memset(&got, 0, sizeof(got));
+	if (!rc)
+		rc = cuGraphMemcpyNodeGetParams(up, &got);
+	snprintf(what, sizeof(what), "%s: the graph's copy is given a new host source", kind);
+	expect(!rc && got.srcHost == out && all_are(out, 4000) && all_are(out2, 9000), what, rc);
 	cuGraphDestroy(g);
 }
 

@@ -586,7 +586,9 @@ static enum op_status op_node_set(struct worker *w, struct op_call *call)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = graph_node_params(w, &v, graph, &p);
-	if (!rc)
+	if (!rc && !exec && t == CU_GRAPH_NODE_TYPE_MEMCPY && graph_staged_copy(w, node))
+		rc = graph_staged_set(w, node, &p);	/* graph_hostcopy.c */
+	else if (!rc)
 		rc = exec ? w->B.cuGraphExecNodeSetParams(exec->obj, node, &p)
 			  : w->B.cuGraphNodeSetParams(node, &p);
 	if (!rc && exec)

@@ -130,6 +130,60 @@ CUresult graph_copy_params(struct worker *w, const struct vgpu_node_params *v, C
 	return CUDA_SUCCESS;
 }
 
+/* Child graph @g of a staged copy: its callback and copy nodes, and whether
+ * the callback runs first. */
+static CUresult pair_of(struct worker *w, CUgraph g, CUgraphNode *host, CUgraphNode *copy,
+			bool *host_first)
+{
+	CUgraphNode list[2], root = NULL;
+	CUgraphNodeType t;
+	size_t n = 2, nroot = 1;
+	CUresult rc = w->B.cuGraphGetNodes(g, list, &n);
+
+	if (!rc)
+		rc = w->B.cuGraphGetRootNodes(g, &root, &nroot);
+	if (rc || n != 2 || nroot != 1)
+		return rc ? rc : CUDA_ERROR_INVALID_VALUE;
+	*host = *copy = NULL;
+	for (size_t i = 0; !rc && i < 2; i++)
+		if (!(rc = w->B.cuGraphNodeGetType(list[i], &t)))
+			*(t == CU_GRAPH_NODE_TYPE_HOST ? host : copy) = list[i];
+	if (!rc && (!*host || !*copy))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	*host_first = root == *host;
+	return rc;
+}
+
+CUresult graph_staged_set(struct worker *w, CUgraphNode n, const CUgraphNodeParams *p)
+{
+	CUgraphNode h0, c0, h1, c1;
+	CUgraphNodeParams hp = { .type = CU_GRAPH_NODE_TYPE_HOST };
+	CUgraphNodeParams cp = { .type = CU_GRAPH_NODE_TYPE_MEMCPY };
+	CUDA_HOST_NODE_PARAMS h;
+	CUgraph have;
+	bool first0, first1;
+	CUresult rc;
+
+	if (p->type != CU_GRAPH_NODE_TYPE_GRAPH || !scratch || p->graph.graph != scratch)
+		return CUDA_ERROR_INVALID_VALUE;	/* staged to staged only */
+	if ((rc = w->B.cuGraphChildGraphNodeGetGraph(n, &have)) ||
+	    (rc = pair_of(w, have, &h0, &c0, &first0)) ||
+	    (rc = pair_of(w, scratch, &h1, &c1, &first1)))
+		return rc;
+	if (first0 != first1)
+		return CUDA_ERROR_INVALID_VALUE;	/* not the other way round */
+	if ((rc = w->B.cuGraphHostNodeGetParams(h1, &h)))
+		return rc;
+	hp.host.fn = h.fn;
+	hp.host.userData = h.userData;
+	if ((rc = w->B.cuCtxGetCurrent(&cp.memcpy.copyCtx)) ||
+	    (rc = w->B.cuGraphMemcpyNodeGetParams(c1, &cp.memcpy.copyParams)))
+		return rc;
+	/* The node owns its child graph: changing it changes the node. */
+	rc = w->B.cuGraphNodeSetParams(c0, &cp);
+	return rc ? rc : w->B.cuGraphNodeSetParams(h0, &hp);
+}
+
 /* A staged copy recorded into the capture on sqe.stream, after what the
  * capture would have ordered it after. */
 static enum op_status op_capture_staged(struct worker *w, struct op_call *call)
