@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver_check.h"
 
@@ -242,7 +243,62 @@ static void captured(CUdeviceptr d, CUdeviceptr e)
 	free(in);
 }
 
-int main(void)
+/*
+ * With a path GO (the e2e test graph_copy_ckpt): a graph copying pinned
+ * memory up and back down is made and launched, and a graph with a copy of
+ * pageable memory; "refusable" printed, GO.1 waited for (a checkpoint must
+ * be refused then, with the reason); the pageable graph destroyed, "ready"
+ * printed, GO waited for (the session is checkpointed, moved, stopped and
+ * restored meanwhile); then the pinned graph must still copy the buffers as
+ * they are: "graph copies: kept".
+ */
+static int hold(const char *go)
+{
+	char go1[4096];
+	uint32_t *in, *out, *pg = malloc(4 * N);
+	CUdeviceptr d;
+	CUgraph g, gp;
+	CUgraphExec ge, gpe;
+	CUgraphNode up, down, pn;
+	CUDA_MEMCPY3D c, got = { 0 };
+	bool ok;
+
+	snprintf(go1, sizeof(go1), "%s.1", go);
+	MUST(cuMemAlloc(&d, 4 * N));
+	MUST(cuMemAllocHost((void **)&in, 4 * N));
+	MUST(cuMemAllocHost((void **)&out, 4 * N));
+	MUST(cuGraphCreate(&g, 0));
+	c = copy_up(in, d, 4 * N);
+	MUST(cuGraphAddMemcpyNode(&up, g, NULL, 0, &c, ctx));
+	c = copy_down(d, out, 4 * N);
+	MUST(cuGraphAddMemcpyNode(&down, g, &up, 1, &c, ctx));
+	MUST(cuGraphInstantiateWithFlags(&ge, g, 0));
+	MUST(cuGraphCreate(&gp, 0));
+	c = copy_down(d, pg, 4 * N);
+	MUST(cuGraphAddMemcpyNode(&pn, gp, NULL, 0, &c, ctx));
+	MUST(cuGraphInstantiateWithFlags(&gpe, gp, 0));
+	printf("refusable\n");
+	for (int i = 0; i < 30000 && access(go1, F_OK); i++)
+		usleep(10000);
+	MUST(cuGraphExecDestroy(gpe));
+	MUST(cuGraphDestroy(gp));
+	fill(in, 10);
+	MUST(run(ge));
+	if (!all_are(out, 10))
+		return 1;
+	printf("ready\n");
+	for (int i = 0; i < 30000 && access(go, F_OK); i++)
+		usleep(10000);
+	fill(in, 20);
+	memset(out, 0, 4 * N);
+	ok = !run(ge) && all_are(out, 20) && !cuGraphMemcpyNodeGetParams(up, &got) &&
+	     got.srcHost == in && got.srcMemoryType == CU_MEMORYTYPE_HOST;
+	printf("graph copies: %s\n", ok ? "kept" : "LOST");
+	free(pg);
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUdeviceptr d, e;
@@ -265,6 +321,8 @@ int main(void)
 	}
 	MUST(rc);
 	cuGraphDestroy(probe);
+	if (argc > 1)
+		return hold(argv[1]);
 	MUST(cuMemAllocHost((void **)&pin_in, 4 * N));
 	MUST(cuMemAllocHost((void **)&pin_out, 4 * N));
 	MUST(cuMemAllocHost((void **)&pin_out2, 4 * N));
