@@ -916,6 +916,23 @@ static int graphs(void)
 	expect(CUDA_ERROR_INVALID_HANDLE, c, "kernel node attribute: a node never issued");
 	c = call(VGPU_OP_MEMCPY_NODE_GET, 5, 0, 0, 0, 0, NULL, 0);
 	expect(CUDA_ERROR_INVALID_HANDLE, c, "copy node parameters: a node never issued");
+	/* Copies staged through the pinned pool (graph_hostcopy.c). */
+	v = copy, v.id = 1, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a staged copy from device memory");
+	v = copy, v.id = 3, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a copy staged the third way");
+	v = copy, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a plain copy with a callback");
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &copy, sizeof(copy));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: a plain copy");
+	v = copy, v.id = 2, v.value = 1;
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: to device memory");
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &v, sizeof(v) - 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: a short description");
 	c = call(VGPU_OP_MEM_ALLOC, 4096, 0, 0, 0, 0, NULL, 0);
 	expect(CUDA_SUCCESS, c, "the worker serves on");
 	printf("graphs: %d failures\n", failures);
