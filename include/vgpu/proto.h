@@ -628,6 +628,10 @@ enum vgpu_op {
 	VGPU_OP_GRAPH_CAPTURE_STAGED = 0x1D8, /* sqe.stream (capturing); P: struct
 					 * vgpu_node_params, a staged MEMCPY (id 1 or 2):
 					 * recorded into the capture as one node */
+	VGPU_OP_GRAPH_ADD_ARRAY_COPY,	/* arg0 graph id, arg1 dependencies, arg2 1: edge
+					 * data follow; P: struct vgpu_array_copy, u32
+					 * node ids[arg1], CUgraphEdgeData[arg1] if arg2;
+					 * R: val0 the new node's id */
 
 	/* Generated calls (include/vgpu/calls.def): VGPU_OP_GEN_<name>, their
 	 * arguments and answers as include/vgpu/calls_gen.h lays them out. */

@@ -8,7 +8,8 @@
  * offsets). Copies and memsets name device memory (the worker checks it is
  * the session's); their offsets are folded into the addresses here. Copies
  * with a host end go through graph_hostcopy.c (pinned pool ends by address,
- * pageable ones staged); array ends are not provided. Child graphs and
+ * pageable ones staged); copies with an array end are added as array
+ * copies (graph_hostcopy.c), and cannot be read back or set. Child graphs and
  * events travel by id; the worker checks each one.
  */
 #include <stdlib.h>
@@ -229,6 +230,10 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 		return vgpu_graph_add_kernel(out, g, deps, edges, ndeps,
 					     (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel, true);
 	}
+	if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && vgpu_graph_copy_has_array(&p->memcpy.copyParams) &&
+	    !p->memcpy.flags && !p->memcpy.reserved &&
+	    (!p->memcpy.copyCtx || p->memcpy.copyCtx == (CUcontext)ctx))
+		return vgpu_graph_add_array_copy(out, g, deps, edges, ndeps, &p->memcpy.copyParams);
 	rc = params_desc(p, ctx, &v);
 	return rc ? rc : add_node(out, g, deps, edges, ndeps, &v);
 }
@@ -296,6 +301,9 @@ VGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGra
 
 	if (!rc)
 		rc = graph_ctx(hGraph, ctx);
+	if (!rc && vgpu_graph_copy_has_array(copyParams))
+		return vgpu_graph_add_array_copy(phGraphNode, hGraph, dependencies, NULL,
+						 numDependencies, copyParams);
 	if (!rc)
 		rc = memcpy_desc(copyParams, &v);
 	return rc ? rc : add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &v);

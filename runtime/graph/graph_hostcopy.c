@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "calls_hand_gen.h"
 #include "client.h"
 #include "driver.h"
@@ -264,4 +265,88 @@ CUresult vgpu_graph_capture_staged(CUstream h, bool ptds, uint64_t dst, uint64_t
 	r.payload = &v;
 	r.payload_len = sizeof(v);
 	return vgpu_call(&r);
+}
+
+/* ---- copies with an array end -------------------------------------------- */
+
+bool vgpu_graph_copy_has_array(const CUDA_MEMCPY3D *c)
+{
+	return c && (c->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+		     c->dstMemoryType == CU_MEMORYTYPE_ARRAY);
+}
+
+/* One end as an array copy names it: an array by id, or an address the
+ * worker reaches (device memory, the pinned pool). */
+static CUresult array_copy_end(CUmemorytype t, const void *host, CUdeviceptr dev, CUarray arr,
+			       size_t x, size_t y, size_t z, size_t pitch, size_t height,
+			       struct vgpu_copy_end *e)
+{
+	struct vgpu_array *a;
+	enum reach r;
+	uint64_t addr = t == CU_MEMORYTYPE_HOST ? (uintptr_t)host : dev;
+	CUresult rc;
+
+	*e = (struct vgpu_copy_end){ .x = x, .y = y, .z = z };
+	if (t == CU_MEMORYTYPE_ARRAY) {
+		if ((rc = vgpu_array_resolve(arr, &a)))
+			return rc == CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_INVALID_VALUE : rc;
+		e->kind = VGPU_COPY_END_ARRAY;
+		e->ref = a->id;
+		return CUDA_SUCCESS;
+	}
+	if ((rc = reach_of(t, addr, &r)))
+		return rc;
+	if (r == REACH_STAGED)
+		return vgpu_unsupported("a graph copy node between an array and pageable host "
+					"memory");
+	e->kind = VGPU_COPY_END_ADDR;
+	e->ref = addr;
+	e->pitch = pitch;
+	e->height = height;
+	return CUDA_SUCCESS;
+}
+
+CUresult vgpu_graph_add_array_copy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+				   const CUgraphEdgeData *edges, size_t ndeps,
+				   const CUDA_MEMCPY3D *c)
+{
+	struct vgpu_req r = { .sqe = { .opcode = VGPU_OP_GRAPH_ADD_ARRAY_COPY } };
+	struct vgpu_array_copy ac = { .width = c->WidthInBytes, .height = c->Height,
+				      .depth = c->Depth };
+	struct vgpu_ctx *ctx;
+	uint32_t gid;
+	uint8_t *buf;
+	CUresult rc = vgpu_graph_lookup(g, &ctx, &gid);
+
+	if (rc)
+		return rc;
+	if (!out || (ndeps && !deps) || ndeps > VGPU_MAX_GRAPH_NODES)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = array_copy_end(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray,
+				 c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight,
+				 &ac.src)) ||
+	    (rc = array_copy_end(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray,
+				 c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight,
+				 &ac.dst)))
+		return rc;
+	if (vgpu_graph_edges_plain(edges, ndeps))
+		edges = NULL;	/* the ordinary edges: none sent */
+	buf = malloc(sizeof(ac) + ndeps * (sizeof(uint32_t) + sizeof(*edges)));
+	if (!buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(buf, &ac, sizeof(ac));
+	rc = vgpu_graph_node_ids(g, deps, ndeps, (uint32_t *)(buf + sizeof(ac)));
+	if (!rc) {
+		r.sqe.ctx = ctx->id;
+		r.sqe.arg[0] = gid;
+		r.sqe.arg[1] = ndeps;
+		rc = vgpu_graph_edges_call(&r, buf, sizeof(ac) + ndeps * sizeof(uint32_t), edges,
+					   ndeps);
+	}
+	free(buf);
+	if (!rc)
+		rc = vgpu_graph_node_made(g, (uint32_t)r.cqe.val[0], CU_GRAPH_NODE_TYPE_MEMCPY, out);
+	return rc;
 }

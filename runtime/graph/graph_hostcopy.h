@@ -21,4 +21,11 @@ VGPU_HIDDEN void vgpu_graph_copy_answer(CUDA_MEMCPY3D *c);
 VGPU_HIDDEN CUresult vgpu_graph_capture_staged(CUstream h, bool ptds, uint64_t dst, uint64_t src,
 					       uint64_t n, bool *done);
 
+/* Whether a copy has an array end; such a copy node added to @g. */
+VGPU_HIDDEN bool vgpu_graph_copy_has_array(const CUDA_MEMCPY3D *c);
+VGPU_HIDDEN CUresult vgpu_graph_add_array_copy(CUgraphNode *out, CUgraph g,
+					       const CUgraphNode *deps,
+					       const CUgraphEdgeData *edges, size_t ndeps,
+					       const CUDA_MEMCPY3D *c);
+
 #endif

@@ -13,7 +13,7 @@
  * (cuGraphMemcpyNodeSetParams). Then a capture of pageable async copies
  * (up and down around a device copy), launched three times likewise, where
  * the backend captures (the host backend does not: tests/gpu/graph_copy.cu
- * captures on the GPU).
+ * captures on the GPU). Then copy nodes with an array end (array_graph).
  *
  * One line per check on stdout, nothing that depends on addresses or the
  * backend; exit 0 pass, 1 fail.
@@ -244,6 +244,81 @@ static void captured(CUdeviceptr d, CUdeviceptr e)
 }
 
 /*
+ * Copy nodes with an array end: device memory (16 words x 4 rows, pitch 64)
+ * into a 16x4 array, the array back into device memory, and a 4x2 window of
+ * it into pinned memory; launched 3 times with the device source changed
+ * between launches. A copy between an array and pageable memory is refused
+ * (under vgpu only).
+ */
+static void array_graph(CUdeviceptr d, CUdeviceptr e)
+{
+	CUDA_ARRAY_DESCRIPTOR ad = { .Width = 16, .Height = 4,
+				     .Format = CU_AD_FORMAT_UNSIGNED_INT32, .NumChannels = 1 };
+	uint32_t h[N], back[N], *pin, pg[8];
+	CUDA_MEMCPY3D c = { 0 };
+	CUgraphNode in, out, part, bad;
+	CUgraphNodeType t = CU_GRAPH_NODE_TYPE_EMPTY;
+	CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_MEMCPY };
+	CUgraph g;
+	CUgraphExec ge;
+	CUarray a;
+	CUresult rc;
+	bool ok = true;
+
+	rc = cuArrayCreate(&a, &ad);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+		fprintf(stderr, "graph_copy_driver: this backend has no arrays\n");
+		return;
+	}
+	MUST(rc);
+	MUST(cuMemAllocHost((void **)&pin, 4 * 16));
+	MUST(cuGraphCreate(&g, 0));
+	c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = d, c.srcPitch = 64;
+	c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = a;
+	c.WidthInBytes = 64, c.Height = 4, c.Depth = 1;
+	rc = cuGraphAddMemcpyNode(&in, g, NULL, 0, &c, ctx);
+	expect(!rc, "array: a copy node into an array is added", rc);
+	if (rc)
+		return;
+	c = (CUDA_MEMCPY3D){ 0 };
+	c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = a;
+	c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = e, c.dstPitch = 64;
+	c.WidthInBytes = 64, c.Height = 4, c.Depth = 1;
+	np.memcpy.copyParams = c;
+	rc = cuGraphAddNode(&out, g, &in, NULL, 1, &np);
+	expect(!rc, "array: a copy node out of it is added (cuGraphAddNode)", rc);
+	c = (CUDA_MEMCPY3D){ 0 };
+	c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = a, c.srcXInBytes = 16, c.srcY = 1;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = pin, c.dstPitch = 32;
+	c.WidthInBytes = 16, c.Height = 2, c.Depth = 1;
+	rc = cuGraphAddMemcpyNode(&part, g, &in, 1, &c, ctx);
+	expect(!rc, "array: a copy node of a window of it into pinned memory is added", rc);
+	c.dstHost = pg;
+	rc = cuGraphAddMemcpyNode(&bad, g, &in, 1, &c, ctx);
+	/* The driver makes it; vgpu cannot stage it (yet) and says so. */
+	expect_vgpu(rc == CUDA_ERROR_NOT_SUPPORTED, "array: one into pageable memory is refused",
+		    rc);
+	rc = cuGraphNodeGetType(part, &t);
+	expect(!rc && t == CU_GRAPH_NODE_TYPE_MEMCPY, "array: it is a copy node", rc);
+	MUST(cuGraphInstantiateWithFlags(&ge, g, 0));
+	for (uint32_t i = 0; i < 3 && ok; i++) {
+		fill(h, 100 * (i + 1));
+		MUST(cuMemcpyHtoD(d, h, sizeof(h)));
+		memset(pin, 0, 4 * 16);
+		rc = run(ge);
+		ok = !rc && !cuMemcpyDtoH(back, e, sizeof(back)) && all_are(back, 100 * (i + 1));
+		for (int r = 0; ok && r < 2; r++)
+			for (int k = 0; ok && k < 8; k++)
+				ok = pin[r * 8 + k] == (k < 4 ? 100 * (i + 1) + (1 + r) * 16 + 4 + k : 0);
+	}
+	expect(ok, "array: 3 launches copy the device memory as it is then, through the array", rc);
+	cuGraphExecDestroy(ge);
+	cuGraphDestroy(g);
+	cuArrayDestroy(a);
+	cuMemFreeHost(pin);
+}
+
+/*
  * With a path GO (the e2e test graph_copy_ckpt): a graph copying pinned
  * memory up and back down is made and launched, and a graph with a copy of
  * pageable memory; "refusable" printed, GO.1 waited for (a checkpoint must
@@ -334,6 +409,7 @@ int main(int argc, char **argv)
 		return 1;
 	explicit_graph("pageable", pg_in, pg_out, pg_out2, pg_rows, d, e);
 	captured(d, e);
+	array_graph(d, e);
 	free(pg_in);
 	free(pg_out2);
 	cuMemFreeHost(pin_in);

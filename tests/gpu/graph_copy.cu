@@ -10,7 +10,8 @@
  *  - a capture of a pageable upload, a kernel and a 4-byte download into a
  *    stack variable, launched 5 times;
  *  - a capture repeated at each step and the instance updated from it
- *    (cudaGraphExecUpdate), as jacobiCudaGraphs does.
+ *    (cudaGraphExecUpdate), as jacobiCudaGraphs does;
+ *  - copy nodes into and out of a 2D array.
  * Each result is printed; native and vgpu runs must print the same.
  */
 #include <stdlib.h>
@@ -174,6 +175,61 @@ static int captured(cudaStream_t s)
 	return bad;
 }
 
+/* Device memory into a 2D array and back out, then into pinned memory. */
+static int array_nodes(cudaStream_t s)
+{
+	cudaChannelFormatDesc fd = cudaCreateChannelDesc<float>();
+	cudaArray_t arr;
+	float *d_in, *d_out, *pin;
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	cudaGraphNode_t in, out, down;
+	cudaMemcpy3DParms mp = {};
+	int bad = 0;
+
+	CHECK(cudaMallocArray(&arr, &fd, 64, 4));
+	CHECK(cudaMalloc(&d_in, 256 * 4));
+	CHECK(cudaMalloc(&d_out, 256 * 4));
+	CHECK(cudaMallocHost(&pin, 256 * 4));
+	CHECK(cudaGraphCreate(&g, 0));
+	mp.srcPtr = make_cudaPitchedPtr(d_in, 64 * 4, 64, 4);
+	mp.dstArray = arr;
+	mp.extent = make_cudaExtent(64, 4, 1);	/* elements for an array end */
+	mp.kind = cudaMemcpyDeviceToDevice;
+	CHECK(cudaGraphAddMemcpyNode(&in, g, NULL, 0, &mp));
+	mp = cudaMemcpy3DParms{};
+	mp.srcArray = arr;
+	mp.dstPtr = make_cudaPitchedPtr(d_out, 64 * 4, 64, 4);
+	mp.extent = make_cudaExtent(64, 4, 1);
+	mp.kind = cudaMemcpyDeviceToDevice;
+	CHECK(cudaGraphAddMemcpyNode(&out, g, &in, 1, &mp));
+	CHECK(cudaGraphAddMemcpyNode1D(&down, g, &out, 1, pin, d_out, 256 * 4,
+				       cudaMemcpyDeviceToHost));
+	CHECK(cudaGraphInstantiate(&ge, g, 0));
+	for (int r = 0; r < 3; r++) {
+		float sum = 0;
+
+		for (int i = 0; i < 256; i++)
+			pin[i] = (float)(i + r);
+		CHECK(cudaMemcpy(d_in, pin, 256 * 4, cudaMemcpyHostToDevice));
+		memset(pin, 0, 256 * 4);
+		CHECK(cudaGraphLaunch(ge, s));
+		CHECK(cudaStreamSynchronize(s));
+		for (int i = 0; i < 256; i++) {
+			sum += pin[i];
+			bad += pin[i] != (float)(i + r);
+		}
+		printf("array launch %d: sum %.1f\n", r, sum);
+	}
+	CHECK(cudaGraphExecDestroy(ge));
+	CHECK(cudaGraphDestroy(g));
+	CHECK(cudaFreeArray(arr));
+	CHECK(cudaFree(d_in));
+	CHECK(cudaFree(d_out));
+	CHECK(cudaFreeHost(pin));
+	return bad;
+}
+
 int main(void)
 {
 	cudaStream_t s;
@@ -182,6 +238,7 @@ int main(void)
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	bad = explicit_graph(s);
 	bad += captured(s);
+	bad += array_nodes(s);
 	CHECK(cudaStreamDestroy(s));
 	printf("%s\n", bad ? "FAIL" : "PASS");
 	return bad ? 1 : 0;
