@@ -209,8 +209,20 @@ CUresult vgpu_graph_copy_desc(const CUDA_MEMCPY3D *c, struct vgpu_node_params *v
 	return CUDA_SUCCESS;
 }
 
-void vgpu_graph_copy_answer(CUDA_MEMCPY3D *c)
+CUresult vgpu_graph_copy_answer(CUDA_MEMCPY3D *c)
 {
+	struct vgpu_array *a;
+
+	if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+		if (!(a = vgpu_array_by_id((uintptr_t)c->srcArray)))
+			return CUDA_ERROR_INVALID_VALUE;
+		c->srcArray = (CUarray)a;
+	}
+	if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+		if (!(a = vgpu_array_by_id((uintptr_t)c->dstArray)))
+			return CUDA_ERROR_INVALID_VALUE;
+		c->dstArray = (CUarray)a;
+	}
 	pthread_mutex_lock(&lock);
 	for (struct staged *s = all; s; s = s->next) {
 		if (c->srcMemoryType == CU_MEMORYTYPE_HOST && c->srcHost == s->stage && s->up) {
@@ -225,6 +237,7 @@ void vgpu_graph_copy_answer(CUDA_MEMCPY3D *c)
 		}
 	}
 	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
 }
 
 CUresult vgpu_graph_capture_staged(CUstream h, bool ptds, uint64_t dst, uint64_t src, uint64_t n,

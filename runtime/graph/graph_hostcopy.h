@@ -13,8 +13,9 @@
  * address, a pageable end staged (a pool block and a callback that stay). */
 VGPU_HIDDEN CUresult vgpu_graph_copy_desc(const CUDA_MEMCPY3D *c, struct vgpu_node_params *v);
 /* A copy node's parameters from the worker: staging blocks named as the
- * program's memory they stand for. */
-VGPU_HIDDEN void vgpu_graph_copy_answer(CUDA_MEMCPY3D *c);
+ * program's memory they stand for, array ids as the program's handles
+ * (CUDA_ERROR_INVALID_VALUE: an id the runtime does not know). */
+VGPU_HIDDEN CUresult vgpu_graph_copy_answer(CUDA_MEMCPY3D *c);
 /* A 1D copy between device memory and the program's pageable memory on
  * stream @h: recorded as one staged copy node when @h captures (*done
  * true, the result that of recording it); else *done false, nothing done. */

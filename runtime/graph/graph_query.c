@@ -548,7 +548,6 @@ CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
 	rc = vgpu_call_exact(&r, out, sizeof(*out));
-	if (!rc)	/* a staged end: the program's memory */
-		vgpu_graph_copy_answer(out);
-	return rc;
+	/* Staged ends as the program's memory, arrays as its handles. */
+	return rc ? rc : vgpu_graph_copy_answer(out);
 }

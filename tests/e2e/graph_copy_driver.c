@@ -300,6 +300,11 @@ static void array_graph(CUdeviceptr d, CUdeviceptr e)
 		    rc);
 	rc = cuGraphNodeGetType(part, &t);
 	expect(!rc && t == CU_GRAPH_NODE_TYPE_MEMCPY, "array: it is a copy node", rc);
+	memset(&c, 0, sizeof(c));
+	rc = cuGraphMemcpyNodeGetParams(part, &c);
+	expect(!rc && c.srcMemoryType == CU_MEMORYTYPE_ARRAY && c.srcArray == a &&
+	       c.srcXInBytes == 16 && c.srcY == 1 && c.dstHost == pin && c.Height == 2,
+	       "array: its parameters read back", rc);
 	MUST(cuGraphInstantiateWithFlags(&ge, g, 0));
 	for (uint32_t i = 0; i < 3 && ok; i++) {
 		fill(h, 100 * (i + 1));

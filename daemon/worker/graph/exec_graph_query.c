@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_state.h"
 #include "log.h"
 #include "worker.h"
 
@@ -351,12 +352,20 @@ static enum op_status op_kernel_attr(struct worker *w, struct op_call *call)
 
 /* ---- copy node parameters ------------------------------------------------- */
 
-/* One end of a copy as the client may read it: device memory, or pinned
- * memory from the session's pool (the same address in the client). */
-static CUresult copy_end(struct worker *w, CUmemorytype type, const void *host, size_t bytes)
+/* One end of a copy as the client may read it: device memory, pinned
+ * memory from the session's pool (the same address in the client), or an
+ * array of the session's (*array: its id in place of the handle). */
+static CUresult copy_end(struct worker *w, CUmemorytype type, const void *host, size_t bytes,
+			 CUarray *array)
 {
+	uint32_t id;
+
 	if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED)
 		return CUDA_SUCCESS;
+	if (type == CU_MEMORYTYPE_ARRAY && (id = array_id_of(w, *array))) {
+		*array = (CUarray)(uintptr_t)id;
+		return CUDA_SUCCESS;
+	}
 	/* The worker's own buffers (and arrays) are not the client's. */
 	if (type == CU_MEMORYTYPE_HOST &&
 	    hostpool_contains(&w->pool, (uint64_t)(uintptr_t)host, bytes ? bytes : 1))
@@ -387,11 +396,14 @@ static enum op_status op_memcpy_get(struct worker *w, struct op_call *call)
 		rc = w->B.cuGraphMemcpyNodeGetParams(node, &c);
 	}
 	if (!rc)
-		rc = copy_end(w, c.srcMemoryType, c.srcHost, c.WidthInBytes);
+		rc = copy_end(w, c.srcMemoryType, c.srcHost, c.WidthInBytes, &c.srcArray);
 	if (!rc)
-		rc = copy_end(w, c.dstMemoryType, c.dstHost, c.WidthInBytes);
+		rc = copy_end(w, c.dstMemoryType, c.dstHost, c.WidthInBytes, &c.dstArray);
 	if (!rc) {
-		c.srcArray = c.dstArray = NULL;
+		if (c.srcMemoryType != CU_MEMORYTYPE_ARRAY)
+			c.srcArray = NULL;
+		if (c.dstMemoryType != CU_MEMORYTYPE_ARRAY)
+			c.dstArray = NULL;
 		c.reserved0 = c.reserved1 = NULL;
 		memcpy(call->reply, &c, sizeof(c));
 	}

@@ -225,6 +225,21 @@ static enum op_status op_capture_staged(struct worker *w, struct op_call *call)
 	return OP_DONE;
 }
 
+/* An address end of a checked array copy: pinned pool memory as host
+ * memory, the rest as device memory. */
+static void address_end(struct worker *w, CUmemorytype *t, CUdeviceptr *dev, const void **host)
+{
+	if (*t != CU_MEMORYTYPE_UNIFIED)
+		return;
+	if (in_pool(w, *dev)) {
+		*t = CU_MEMORYTYPE_HOST;
+		*host = (const void *)(uintptr_t)*dev;
+		*dev = 0;
+	} else {
+		*t = CU_MEMORYTYPE_DEVICE;
+	}
+}
+
 /* A copy node with an array end (or two), checked as array copies are. */
 static enum op_status op_add_array_copy(struct worker *w, struct op_call *call)
 {
@@ -247,8 +262,14 @@ static enum op_status op_add_array_copy(struct worker *w, struct op_call *call)
 		memcpy(&c, at, sizeof(c));
 		rc = array_copy_params(w, &c, &p.memcpy.copyParams);
 	}
-	if (!rc)
+	if (!rc) {	/* address ends as the program named them: read back so */
+		address_end(w, &p.memcpy.copyParams.srcMemoryType,
+			    &p.memcpy.copyParams.srcDevice, &p.memcpy.copyParams.srcHost);
+		address_end(w, &p.memcpy.copyParams.dstMemoryType,
+			    &p.memcpy.copyParams.dstDevice,
+			    (const void **)&p.memcpy.copyParams.dstHost);
 		rc = w->B.cuCtxGetCurrent(&p.memcpy.copyCtx);
+	}
 	if (!rc)
 		rc = graph_node_list((const uint32_t *)(at + sizeof(c)), s->arg[1],
 				     (uint32_t)s->arg[0], deps);
