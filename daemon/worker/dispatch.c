@@ -44,6 +44,7 @@ void dispatch_init(void)
 	add(exec_link_ops);
 	add(exec_graph_node_ops);
 	add(exec_graph_query_ops);
+	add(exec_graph_hostcopy_ops);
 	add(exec_graph_dot_ops);
 	add(exec_graph_cond_ops);
 	add(exec_graph_mem_ops);

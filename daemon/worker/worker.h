@@ -218,6 +218,24 @@ CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, u
  * not one of ours). */
 CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p);
 uint64_t graph_host_cookie(struct worker *w, CUgraphNode n);
+/* The same for the program's callback of a staged copy (it is not a host
+ * node of the program's); whether host node @n is one. */
+CUresult graph_host_staged_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p);
+bool graph_host_staged(struct worker *w, CUgraphNode n);
+/* graph_hostcopy.c: copy nodes with a host end. A staged copy is a child
+ * graph node [callback -> copy] or [copy -> callback] that the client sees
+ * as one copy node: its type as the client sees it; its copy node (NULL:
+ * @n is no staged copy); the driver's parameters for a MEMCPY description
+ * (ends in the pinned pool as host memory; a staged one as the child
+ * graph, which stays valid until the next call). */
+CUresult graph_node_type(struct worker *w, CUgraphNode n, CUgraphNodeType *t);
+CUgraphNode graph_staged_copy(struct worker *w, CUgraphNode n);
+CUresult graph_copy_params(struct worker *w, const struct vgpu_node_params *v, CUcontext ctx,
+			   CUgraphNodeParams *p);
+/* New parameters for staged copy @n of a graph (not an instance's): @p as
+ * graph_copy_params made them for a staged description the same way. */
+CUresult graph_staged_set(struct worker *w, CUgraphNode n, const CUgraphNodeParams *p);
+extern const struct op_desc exec_graph_hostcopy_ops[];
 /* graph_snap.c: what each instance was made from, kept for checkpoints:
  * taken when it is made (@e its entry, flags as instantiated), followed
  * through its setters and updates, and through its graph's nodes and the

@@ -623,6 +623,15 @@ enum vgpu_op {
 					 * offset in the text (0: made anew); R: val0 the
 					 * text's bytes, the slot those from arg2 on (val2) */
 
+	/* Graph copies with a host end (graphcopy, runtime/graph/graph_hostcopy.c,
+	 * daemon/worker/graph/graph_hostcopy.c). */
+	VGPU_OP_GRAPH_CAPTURE_STAGED = 0x1D8, /* sqe.stream (capturing); P: struct
+					 * vgpu_node_params, a staged MEMCPY (id 1 or 2):
+					 * recorded into the capture as one node */
+	VGPU_OP_GRAPH_ADD_ARRAY_COPY,	/* arg0 graph id, arg1 dependencies, arg2 1: edge
+					 * data follow; P: struct vgpu_array_copy, u32
+					 * node ids[arg1], CUgraphEdgeData[arg1] if arg2;
+					 * R: val0 the new node's id */
 	/* Conditional graph nodes (graphmem, runtime/graph/graph_cond.c,
 	 * daemon/worker/graph/exec_graph_cond.c). */
 	VGPU_OP_GRAPH_ADD_COND_NODE = 0x1E0, /* arg0 graph id, arg1 dependencies, arg2 1:
@@ -795,7 +804,11 @@ struct vgpu_kernel_node {
  * and memsets name device memory with their offsets folded in. */
 struct vgpu_node_params {
 	uint32_t type;			/* CUgraphNodeType */
-	uint32_t id;			/* GRAPH: child graph id; EVENT_*: event id */
+	uint32_t id;			/* GRAPH: child graph id; EVENT_*: event id;
+					 * MEMCPY: 0, or a host end is staged through
+					 * a pinned pool block: 1 the program's callback
+					 * (cookie value | elem << 32) fills src before
+					 * the copy, 2 it empties dst after it */
 	uint64_t dst, src;		/* MEMCPY: addresses; MEMSET: dst;
 					 * HOST: src the callback's cookie */
 	uint64_t dst_pitch, src_pitch;	/* bytes from one row to the next */

@@ -7,8 +7,9 @@
  * Kernel nodes go through graph_node.c (parameters packed at the function's
  * offsets). Copies and memsets name device memory (the worker checks it is
  * the session's); their offsets are folded into the addresses here. Copies
- * to or from host memory or arrays are not provided (the worker cannot
- * reach the program's host memory when the graph runs). Child graphs and
+ * with a host end go through graph_hostcopy.c (pinned pool ends by address,
+ * pageable ones staged); copies with an array end are added as array
+ * copies (graph_hostcopy.c), and cannot be read back or set. Child graphs and
  * events travel by id; the worker checks each one.
  */
 #include <stdlib.h>
@@ -17,30 +18,14 @@
 #include "client.h"
 #include "entry.h"
 #include "graph.h"
+#include "graph_hostcopy.h"
 #include "init.h"
 #include "unsupported.h"
 
-/* A 3D copy between device addresses, as the worker's description. */
+/* A 3D copy as the worker's description (graph_hostcopy.c). */
 static CUresult memcpy_desc(const CUDA_MEMCPY3D *c, struct vgpu_node_params *v)
 {
-	if (!c)
-		return CUDA_ERROR_INVALID_VALUE;
-	if ((c->srcMemoryType != CU_MEMORYTYPE_DEVICE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED) ||
-	    (c->dstMemoryType != CU_MEMORYTYPE_DEVICE && c->dstMemoryType != CU_MEMORYTYPE_UNIFIED))
-		return vgpu_unsupported("a graph copy node with host memory or arrays");
-	if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
-		return CUDA_ERROR_INVALID_VALUE;
-	v->type = CU_GRAPH_NODE_TYPE_MEMCPY;
-	v->src = c->srcDevice + c->srcXInBytes + (c->srcY + c->srcZ * c->srcHeight) * c->srcPitch;
-	v->dst = c->dstDevice + c->dstXInBytes + (c->dstY + c->dstZ * c->dstHeight) * c->dstPitch;
-	v->src_pitch = c->srcPitch;
-	v->dst_pitch = c->dstPitch;
-	v->src_rows = c->srcHeight;
-	v->dst_rows = c->dstHeight;
-	v->width = c->WidthInBytes;
-	v->height = c->Height;
-	v->depth = c->Depth;
-	return CUDA_SUCCESS;
+	return vgpu_graph_copy_desc(c, v);
 }
 
 static CUresult memset_desc(const CUDA_MEMSET_NODE_PARAMS *m, struct vgpu_node_params *v)
@@ -261,6 +246,10 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 			return vgpu_unsupported("a conditional graph node in another context");
 		return vgpu_graph_add_cond(out, g, deps, edges, ndeps, &p->conditional);
 	}
+	if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY && vgpu_graph_copy_has_array(&p->memcpy.copyParams) &&
+	    !p->memcpy.flags && !p->memcpy.reserved &&
+	    (!p->memcpy.copyCtx || p->memcpy.copyCtx == (CUcontext)ctx))
+		return vgpu_graph_add_array_copy(out, g, deps, edges, ndeps, &p->memcpy.copyParams);
 	rc = params_desc(p, ctx, &v);
 	return rc ? rc : add_node(out, g, deps, edges, ndeps, &v);
 }
@@ -328,6 +317,9 @@ VGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGra
 
 	if (!rc)
 		rc = graph_ctx(hGraph, ctx);
+	if (!rc && vgpu_graph_copy_has_array(copyParams))
+		return vgpu_graph_add_array_copy(phGraphNode, hGraph, dependencies, NULL,
+						 numDependencies, copyParams);
 	if (!rc)
 		rc = memcpy_desc(copyParams, &v);
 	return rc ? rc : add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, &v);

@@ -22,6 +22,7 @@
 #include "entry.h"
 #include "forward.h"
 #include "graph.h"
+#include "graph_hostcopy.h"
 #include "init.h"
 
 /* ---- graphs child graph nodes own ----------------------------------------- */
@@ -565,5 +566,7 @@ CUresult vgpu_hand_cuGraphMemcpyNodeGetParams(CUgraphNode h, CUDA_MEMCPY3D *out)
 		return rc;
 	r.sqe.ctx = ctx->id;
 	r.sqe.arg[0] = nid;
-	return vgpu_call_exact(&r, out, sizeof(*out));
+	rc = vgpu_call_exact(&r, out, sizeof(*out));
+	/* Staged ends as the program's memory, arrays as its handles. */
+	return rc ? rc : vgpu_graph_copy_answer(out);
 }

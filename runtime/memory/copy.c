@@ -34,6 +34,8 @@
 #include "init.h"
 #include "log.h"
 #include "pinreg.h"
+#include "graph.h"
+#include "graph_hostcopy.h"
 #include "unsupported.h"
 
 #define SMALL_COPY	(64u << 10)	/* pageable uploads carried in the payload */
@@ -200,6 +202,20 @@ static CUresult copy_1d(const struct xfer *x, uint64_t dst, uint64_t src, uint64
 
 enum dir { ANY, HTOD, DTOH, DTOD };
 
+/* While a stream of the session captures, an async copy between device
+ * memory and the program's pageable memory may have to be recorded as a
+ * graph copy node staged through the pinned pool (graph_hostcopy.c). */
+static bool captured_pageable(const struct xfer *x, uint64_t dst, uint64_t src, uint64_t n)
+{
+	enum vgpu_mem_kind dk, sk;
+
+	if (!vgpu_graph_capturing())
+		return false;
+	dk = vgpu_mem_classify(x->s, dst, n, NULL);
+	sk = vgpu_mem_classify(x->s, src, n, NULL);
+	return (dk == VGPU_MEM_DEVICE && !dma_ok(sk)) || (sk == VGPU_MEM_DEVICE && !dma_ok(dk));
+}
+
 /* The explicit-direction entry points: the "device" ends must be memory the
  * device can reach (device or pinned); the rest follows the addresses. */
 static CUresult memcpy_entry(enum dir d, uint64_t dst, uint64_t src, uint64_t n, CUstream h,
@@ -222,6 +238,13 @@ static CUresult memcpy_entry(enum dir d, uint64_t dst, uint64_t src, uint64_t n,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (dst + n < dst || src + n < src)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (async && captured_pageable(&x, dst, src, n)) {	/* into the capture */
+		bool done;
+
+		rc = vgpu_graph_capture_staged(h, ptds, dst, src, n, &done);
+		if (done)
+			return rc;
+	}
 	return copy_1d(&x, dst, src, n);
 }
 

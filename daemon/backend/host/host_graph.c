@@ -185,7 +185,8 @@ static CUresult kernel_copy(struct hg_node *n, const CUDA_KERNEL_NODE_PARAMS *p)
 
 static int mem_type_ok(CUmemorytype t)
 {
-	return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
+	return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED ||
+	       t == CU_MEMORYTYPE_ARRAY;
 }
 
 static int event_live(CUevent e)

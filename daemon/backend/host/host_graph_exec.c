@@ -127,9 +127,11 @@ CUresult host_cuGraphExecGetFlags(CUgraphExec h, cuuint64_t *flags)
 	return rc;
 }
 
-/* One 3D copy, a 2D copy a layer. */
+/* One 3D copy, a 2D copy a layer (arrays: as cuMemcpy3DAsync copies). */
 static CUresult run_memcpy(const CUDA_MEMCPY3D *c, CUstream s)
 {
+	if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return host_cuMemcpy3DAsync_v2(c, s);
 	for (size_t z = 0; z < c->Depth; z++) {
 		size_t sz = c->srcZ + z, dz = c->dstZ + z;
 		CUDA_MEMCPY2D l = {

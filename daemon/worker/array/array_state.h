@@ -53,6 +53,9 @@ CUarray array_handle(struct worker *w, uint64_t id);
 CUmipmappedArray array_mipmap_handle(struct worker *w, uint64_t id);
 /* The id the client knows a driver array by (0: none). */
 uint32_t array_id_of(struct worker *w, const void *handle);
+/* A copy with array ends checked into the driver's (graph copy nodes,
+ * graph_hostcopy.c); an empty one is refused. */
+CUresult array_copy_params(struct worker *w, const struct vgpu_array_copy *c, CUDA_MEMCPY3D *m);
 
 /* exec_array.c, also for a restore: array (or mipmapped array) @id made
  * in the current context; a level or plane of @parent under @id. */

@@ -347,6 +347,21 @@ static CUresult end_set(struct worker *w, const struct vgpu_copy_end *e,
 	return CUDA_SUCCESS;
 }
 
+CUresult array_copy_params(struct worker *w, const struct vgpu_array_copy *c, CUDA_MEMCPY3D *m)
+{
+	CUresult rc;
+
+	memset(m, 0, sizeof(*m));
+	if (!c->width || !c->height || !c->depth)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = end_set(w, &c->src, c, false, m)) || (rc = end_set(w, &c->dst, c, true, m)))
+		return rc;
+	m->WidthInBytes = c->width;
+	m->Height = c->height;
+	m->Depth = c->depth;
+	return CUDA_SUCCESS;
+}
+
 static enum op_status op_copy(struct worker *w, struct op_call *call)
 {
 	struct vgpu_array_copy c;

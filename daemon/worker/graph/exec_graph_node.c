@@ -101,7 +101,7 @@ static enum op_status op_nodes(struct worker *w, struct op_call *call)
 	for (size_t i = 0; !rc && i < n; i++) {
 		CUgraphNodeType t;
 
-		rc = w->B.cuGraphNodeGetType(list[i], &t);
+		rc = graph_node_type(w, list[i], &t);
 		out[i].type = t;
 		out[i].id = rc ? 0 : graph_node_id(list[i], (uint32_t)s->arg[0]);
 		if (!rc && !out[i].id)
@@ -470,18 +470,14 @@ CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, u
 		used.dst_pitch = v->dst_pitch, used.src_pitch = v->src_pitch;
 		used.width = v->width, used.height = v->height, used.depth = v->depth;
 		used.dst_rows = v->dst_rows, used.src_rows = v->src_rows;
+		used.id = v->id;
+		if (v->id)	/* staged: the program's callback */
+			used.value = v->value, used.elem = v->elem;
 		if (!span_ok(w, v->src, v->src_pitch, v->src_rows, v->width, v->height, v->depth) ||
-		    !span_ok(w, v->dst, v->dst_pitch, v->dst_rows, v->width, v->height, v->depth))
+		    !span_ok(w, v->dst, v->dst_pitch, v->dst_rows, v->width, v->height, v->depth) ||
+		    memcmp(&used, v, sizeof(used)))
 			return CUDA_ERROR_INVALID_VALUE;
-		p->memcpy.copyCtx = ctx;
-		p->memcpy.copyParams = (CUDA_MEMCPY3D){
-			.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = v->src,
-			.srcPitch = v->src_pitch, .srcHeight = v->src_rows,
-			.dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = v->dst,
-			.dstPitch = v->dst_pitch, .dstHeight = v->dst_rows,
-			.WidthInBytes = v->width, .Height = v->height, .Depth = v->depth,
-		};
-		break;
+		return graph_copy_params(w, v, ctx, p);
 	case CU_GRAPH_NODE_TYPE_MEMSET:
 		used.dst = v->dst, used.dst_pitch = v->dst_pitch;
 		used.width = v->width, used.height = v->height;
@@ -591,13 +587,15 @@ static enum op_status op_node_set(struct worker *w, struct op_call *call)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&v, call->payload, sizeof(v));
-		rc = w->B.cuGraphNodeGetType(node, &t);
+		rc = graph_node_type(w, node, &t);
 	}
 	if (!rc && ((uint32_t)t != v.type || t == CU_GRAPH_NODE_TYPE_KERNEL))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
 		rc = graph_node_params(w, &v, graph, &p);
-	if (!rc)
+	if (!rc && !exec && t == CU_GRAPH_NODE_TYPE_MEMCPY && graph_staged_copy(w, node))
+		rc = graph_staged_set(w, node, &p);	/* graph_hostcopy.c */
+	else if (!rc)
 		rc = exec ? w->B.cuGraphExecNodeSetParams(exec->obj, node, &p)
 			  : w->B.cuGraphNodeSetParams(node, &p);
 	if (!rc && exec)
@@ -660,7 +658,7 @@ static uint64_t node_word(struct worker *w, CUgraphNode n, uint32_t graph)
 	CUgraphNodeType t;
 	uint32_t id;
 
-	if (!n || w->B.cuGraphNodeGetType(n, &t) || !(id = graph_node_id(n, graph)))
+	if (!n || graph_node_type(w, n, &t) || !(id = graph_node_id(n, graph)))
 		return 0;
 	return id | (uint64_t)t << 32;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_state.h"
 #include "log.h"
 #include "worker.h"
 
@@ -67,10 +68,10 @@ static CUresult edge_out(struct worker *w, uint32_t graph, CUgraphNode from, CUg
 
 	_Static_assert(sizeof(out->data) == sizeof(*d), "edge data layout");
 	memset(out, 0, sizeof(*out));
-	if (from && !(rc = w->B.cuGraphNodeGetType(from, &ft)) &&
+	if (from && !(rc = graph_node_type(w, from, &ft)) &&
 	    !(out->from = graph_node_id(from, graph)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!rc && to && !(rc = w->B.cuGraphNodeGetType(to, &tt)) &&
+	if (!rc && to && !(rc = graph_node_type(w, to, &tt)) &&
 	    !(out->to = graph_node_id(to, graph)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	out->from_type = ft;
@@ -218,7 +219,7 @@ static enum op_status op_node_object(struct worker *w, struct op_call *call)
 	CUresult rc = graph_live_node(w, s->arg[0], &node, &graph);
 
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(node, &t);
+		rc = graph_node_type(w, node, &t);
 	if (!rc && t == CU_GRAPH_NODE_TYPE_GRAPH)
 		rc = child_graph(w, node, graph, (uint32_t)s->arg[0], s->arg[1], call->cqe);
 	else if (!rc && t == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
@@ -273,7 +274,7 @@ static enum op_status op_node_in_clone(struct worker *w, struct op_call *call)
 	if (!rc)
 		rc = w->B.cuGraphNodeFindInClone(&found, node, clone->obj);
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(found, &t);
+		rc = graph_node_type(w, found, &t);
 	if (!rc && !(id = graph_node_id(found, (uint32_t)s->arg[1])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	call->cqe->result = rc;
@@ -351,12 +352,20 @@ static enum op_status op_kernel_attr(struct worker *w, struct op_call *call)
 
 /* ---- copy node parameters ------------------------------------------------- */
 
-/* One end of a copy as the client may read it: device memory, or pinned
- * memory from the session's pool (the same address in the client). */
-static CUresult copy_end(struct worker *w, CUmemorytype type, const void *host, size_t bytes)
+/* One end of a copy as the client may read it: device memory, pinned
+ * memory from the session's pool (the same address in the client), or an
+ * array of the session's (*array: its id in place of the handle). */
+static CUresult copy_end(struct worker *w, CUmemorytype type, const void *host, size_t bytes,
+			 CUarray *array)
 {
+	uint32_t id;
+
 	if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED)
 		return CUDA_SUCCESS;
+	if (type == CU_MEMORYTYPE_ARRAY && (id = array_id_of(w, *array))) {
+		*array = (CUarray)(uintptr_t)id;
+		return CUDA_SUCCESS;
+	}
 	/* The worker's own buffers (and arrays) are not the client's. */
 	if (type == CU_MEMORYTYPE_HOST &&
 	    hostpool_contains(&w->pool, (uint64_t)(uintptr_t)host, bytes ? bytes : 1))
@@ -377,19 +386,24 @@ static enum op_status op_memcpy_get(struct worker *w, struct op_call *call)
 	if (!rc && w->ring.reply_slot_size < sizeof(c))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc)
-		rc = w->B.cuGraphNodeGetType(node, &t);
+		rc = graph_node_type(w, node, &t);
 	if (!rc && t != CU_GRAPH_NODE_TYPE_MEMCPY)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	if (!rc && graph_staged_copy(w, node))	/* the runtime names its staging block */
+		node = graph_staged_copy(w, node);
 	if (!rc) {
 		memset(&c, 0, sizeof(c));
 		rc = w->B.cuGraphMemcpyNodeGetParams(node, &c);
 	}
 	if (!rc)
-		rc = copy_end(w, c.srcMemoryType, c.srcHost, c.WidthInBytes);
+		rc = copy_end(w, c.srcMemoryType, c.srcHost, c.WidthInBytes, &c.srcArray);
 	if (!rc)
-		rc = copy_end(w, c.dstMemoryType, c.dstHost, c.WidthInBytes);
+		rc = copy_end(w, c.dstMemoryType, c.dstHost, c.WidthInBytes, &c.dstArray);
 	if (!rc) {
-		c.srcArray = c.dstArray = NULL;
+		if (c.srcMemoryType != CU_MEMORYTYPE_ARRAY)
+			c.srcArray = NULL;
+		if (c.dstMemoryType != CU_MEMORYTYPE_ARRAY)
+			c.dstArray = NULL;
 		c.reserved0 = c.reserved1 = NULL;
 		memcpy(call->reply, &c, sizeof(c));
 	}

@@ -133,6 +133,12 @@ static int is_device(CUmemorytype t)
 	return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
 }
 
+/* A copy's host end that is a block of the session's pinned pool. */
+static int pool_end(struct worker *w, CUmemorytype t, const void *host)
+{
+	return t == CU_MEMORYTYPE_HOST && hostpool_contains(&w->pool, (uintptr_t)host, 1);
+}
+
 /* A node other than a kernel or a child graph as the wire's struct. */
 static int plain_save(struct worker *w, CUgraphNode n, CUgraphNodeType t, uint32_t graph,
 		      struct vgpu_node_params *v, struct why *y)
@@ -159,9 +165,18 @@ static int plain_save(struct worker *w, CUgraphNode n, CUgraphNodeType t, uint32
 
 		if ((rc = w->B.cuGraphMemcpyNodeGetParams(n, &c)))
 			break;
-		if (!is_device(c.srcMemoryType) || !is_device(c.dstMemoryType))
-			return fail(y, -EOPNOTSUPP, "graph %u copies to or from host memory or an "
-				    "array, which checkpoints do not carry", graph);
+		/* Pinned pool ends come back at the same address (graph_hostcopy.c
+		 * makes them host memory again). */
+		if (!pool_end(w, c.srcMemoryType, c.srcHost) && !is_device(c.srcMemoryType))
+			return fail(y, -EOPNOTSUPP, "graph %u copies from an array or host memory "
+				    "outside the pinned pool, which checkpoints do not carry", graph);
+		if (!pool_end(w, c.dstMemoryType, c.dstHost) && !is_device(c.dstMemoryType))
+			return fail(y, -EOPNOTSUPP, "graph %u copies to an array or host memory "
+				    "outside the pinned pool, which checkpoints do not carry", graph);
+		if (c.srcMemoryType == CU_MEMORYTYPE_HOST)
+			c.srcDevice = (CUdeviceptr)(uintptr_t)c.srcHost;
+		if (c.dstMemoryType == CU_MEMORYTYPE_HOST)
+			c.dstDevice = (CUdeviceptr)(uintptr_t)c.dstHost;
 		v->src = fold(c.srcDevice, c.srcXInBytes, c.srcY, c.srcZ, c.srcPitch, c.srcHeight);
 		v->dst = fold(c.dstDevice, c.dstXInBytes, c.dstY, c.dstZ, c.dstPitch, c.dstHeight);
 		v->src_pitch = c.srcPitch, v->dst_pitch = c.dstPitch;
@@ -386,6 +401,12 @@ static int body_save(struct worker *w, CUgraph g, uint32_t gid, const struct gra
 		if ((rc = w->B.cuGraphNodeGetType(l.nodes[i], &t))) {
 			ret = fail(y, -EIO, "a node of graph %u cannot be read (CUDA error %d)", name,
 				   rc);
+			break;
+		}
+		if (graph_staged_copy(w, l.nodes[i])) {
+			ret = fail(y, -EOPNOTSUPP, "graph %u has a copy node to or from the "
+				   "program's pageable memory (staged through a callback), which "
+				   "checkpoints do not carry", name);
 			break;
 		}
 		h.type = t;

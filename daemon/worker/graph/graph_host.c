@@ -10,6 +10,7 @@
  * up to MAX_JOBS.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 struct host_job {
 	struct worker *w;
 	uint64_t cookie;
+	bool staged;	/* fills or empties a staged copy (graph_hostcopy.c) */
 };
 
 static struct host_job *jobs[MAX_JOBS];
@@ -62,7 +64,8 @@ static void CUDA_CB graph_host_trampoline(void *arg)
 	__atomic_add_fetch(&w->cb_finished, 1, __ATOMIC_RELEASE);
 }
 
-CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p)
+static CUresult job_for(struct worker *w, uint64_t cookie, bool staged,
+			CUDA_HOST_NODE_PARAMS_v2 *p)
 {
 	struct host_job *j = NULL;
 
@@ -71,6 +74,8 @@ CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PAR
 	for (unsigned i = 0; i < njobs && !j; i++)
 		if (jobs[i]->cookie == cookie)
 			j = jobs[i];
+	if (j && j->staged != staged)	/* one cookie is one or the other */
+		return CUDA_ERROR_INVALID_VALUE;
 	if (!j) {
 		if (njobs == MAX_JOBS) {
 			vlog_warn("session %llu: more than %u host node functions",
@@ -79,7 +84,7 @@ CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PAR
 		}
 		if (!(j = malloc(sizeof(*j))))
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		*j = (struct host_job){ w, cookie };
+		*j = (struct host_job){ w, cookie, staged };
 		jobs[njobs++] = j;
 	}
 	p->fn = graph_host_trampoline;
@@ -87,14 +92,38 @@ CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PAR
 	return CUDA_SUCCESS;
 }
 
-uint64_t graph_host_cookie(struct worker *w, CUgraphNode n)
+CUresult graph_host_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p)
+{
+	return job_for(w, cookie, false, p);
+}
+
+CUresult graph_host_staged_params(struct worker *w, uint64_t cookie, CUDA_HOST_NODE_PARAMS_v2 *p)
+{
+	return job_for(w, cookie, true, p);
+}
+
+static const struct host_job *job_of(struct worker *w, CUgraphNode n)
 {
 	CUDA_HOST_NODE_PARAMS p;
 
 	if (w->B.cuGraphHostNodeGetParams(n, &p) || p.fn != graph_host_trampoline)
-		return 0;
+		return NULL;
 	for (unsigned i = 0; i < njobs; i++)
 		if (jobs[i] == p.userData)
-			return jobs[i]->cookie;
-	return 0;
+			return jobs[i];
+	return NULL;
+}
+
+bool graph_host_staged(struct worker *w, CUgraphNode n)
+{
+	const struct host_job *j = job_of(w, n);
+
+	return j && j->staged;
+}
+
+uint64_t graph_host_cookie(struct worker *w, CUgraphNode n)
+{
+	const struct host_job *j = job_of(w, n);
+
+	return j && !j->staged ? j->cookie : 0;
 }

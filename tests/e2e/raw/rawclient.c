@@ -51,6 +51,7 @@
 #include "fdpass.h"
 #include "ring.h"
 #include "vgpu/proto.h"
+#include "vgpu/proto_array.h"
 
 #define CTX	1u	/* the context id this client issues */
 #define WAIT_S	60	/* no answer in this long: the worker is broken */
@@ -992,6 +993,44 @@ static int graphs(void)
 		expect(CUDA_ERROR_INVALID_VALUE, c, "memory node: its memory gone with its graph");
 		c = call(VGPU_OP_GRAPH_DESTROY, 92, 0, 0, 0, 0, NULL, 0);
 		expect(CUDA_SUCCESS, c, "graphs: graph 92 destroyed");
+	}
+	/* Copies staged through the pinned pool (graph_hostcopy.c). */
+	v = copy, v.id = 1, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a staged copy from device memory");
+	v = copy, v.id = 3, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a copy staged the third way");
+	v = copy, v.value = 1;
+	c = call(VGPU_OP_GRAPH_ADD_NODE, 77, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "add node: a plain copy with a callback");
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &copy, sizeof(copy));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: a plain copy");
+	v = copy, v.id = 2, v.value = 1;
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &v, sizeof(v));
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: to device memory");
+	c = call(VGPU_OP_GRAPH_CAPTURE_STAGED, 0, 0, 0, 0, 0, &v, sizeof(v) - 8);
+	expect(CUDA_ERROR_INVALID_VALUE, c, "captured staged copy: a short description");
+	{	/* copy nodes with an array end */
+		struct vgpu_array_copy ac = {
+			.src = { .kind = VGPU_COPY_END_ADDR, .ref = buf, .pitch = 64, .height = 4 },
+			.dst = { .kind = VGPU_COPY_END_ARRAY, .ref = 99 },
+			.width = 64, .height = 4, .depth = 1,
+		};
+
+		c = call(VGPU_OP_GRAPH_ADD_ARRAY_COPY, 77, 0, 0, 0, 0, &ac, sizeof(ac));
+		expect(CUDA_ERROR_INVALID_HANDLE, c, "array copy node: an array never made");
+		c = call(VGPU_OP_GRAPH_ADD_ARRAY_COPY, 77, 0, 0, 0, 0, &ac, sizeof(ac) - 8);
+		expect(CUDA_ERROR_INVALID_VALUE, c, "array copy node: a short description");
+		ac.dst = ac.src, ac.width = 0;
+		c = call(VGPU_OP_GRAPH_ADD_ARRAY_COPY, 77, 0, 0, 0, 0, &ac, sizeof(ac));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "array copy node: nothing to copy");
+		ac.width = 64, ac.src.ref = 0x1000;
+		c = call(VGPU_OP_GRAPH_ADD_ARRAY_COPY, 77, 0, 0, 0, 0, &ac, sizeof(ac));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "array copy node: memory not the session's");
+		ac.src.ref = buf, ac.src.kind = 7;
+		c = call(VGPU_OP_GRAPH_ADD_ARRAY_COPY, 77, 0, 0, 0, 0, &ac, sizeof(ac));
+		expect(CUDA_ERROR_INVALID_VALUE, c, "array copy node: an end of no kind");
 	}
 	c = call(VGPU_OP_MEM_ALLOC, 4096, 0, 0, 0, 0, NULL, 0);
 	expect(CUDA_SUCCESS, c, "the worker serves on");
