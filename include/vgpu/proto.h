@@ -668,6 +668,11 @@ enum vgpu_op {
 #define VGPU_IMAGE_AUTO		0u	/* cubin, fatbin or PTX: the driver tells */
 #define VGPU_IMAGE_FATBIN	1u
 
+/* HOST_ALLOC arg1: besides CU_MEMHOSTALLOC_*, the runtime's own staging
+ * for a graph copy recorded while a stream captures: the worker makes it in
+ * relaxed capture mode (a pinned allocation is unsafe in global mode). */
+#define VGPU_HOST_ALLOC_FOR_CAPTURE	(1u << 31)
+
 /* Launch payload: attributes then the packed parameter block. */
 #define VGPU_LAUNCH_COOPERATIVE	(1u << 0)
 

@@ -102,7 +102,7 @@ static CUresult stage(uint8_t *host, uint64_t pitch, uint64_t rows, uint64_t wid
 	}
 	if (!(s = calloc(1, sizeof(*s))))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if ((rc = cuMemHostAlloc(&block, (size_t)bytes, 0))) {
+	if ((rc = vgpu_host_alloc_staging(&block, (size_t)bytes))) {
 		free(s);
 		return rc;
 	}

@@ -502,7 +502,8 @@ VGPU_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *p
 #define HOSTALLOC_FLAGS (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | \
 			 CU_MEMHOSTALLOC_WRITECOMBINED)
 
-VGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+/* @wire: Flags and the worker's own VGPU_HOST_ALLOC_* bits. */
+static CUresult host_alloc(void **pp, size_t bytesize, unsigned int Flags, unsigned int wire)
 {
 	struct vgpu_session *s;
 	struct vgpu_ctx *ctx;
@@ -515,7 +516,7 @@ VGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
 	rc = begin(&s, &ctx);
 	if (rc)
 		return rc;
-	rc = vgpu_call5(VGPU_OP_HOST_ALLOC, ctx->id, 0, bytesize, Flags, 0, 0, 0, &c);
+	rc = vgpu_call5(VGPU_OP_HOST_ALLOC, ctx->id, 0, bytesize, Flags | wire, 0, 0, 0, &c);
 	if (rc) {
 		if (c.val[0] && vgpu_is_pool(s, c.val[0], bytesize))
 			vgpu_post5(VGPU_OP_HOST_FREE, ctx->id, 0, c.val[0], 0, 0, 0, 0);
@@ -529,6 +530,16 @@ VGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
 	track(&mem.pool, VGPU_MEM_POOL, c.val[0], bytesize, Flags, ctx);
 	*pp = (void *)(uintptr_t)c.val[0];
 	return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	return host_alloc(pp, bytesize, Flags, 0);
+}
+
+CUresult vgpu_host_alloc_staging(void **pp, size_t bytesize)
+{
+	return host_alloc(pp, bytesize, 0, VGPU_HOST_ALLOC_FOR_CAPTURE);
 }
 
 VGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)

@@ -57,5 +57,8 @@ VGPU_HIDDEN void vgpu_mem_forget_ctx(struct vgpu_ctx *ctx);
 /* prefetch.c: the location the CUDA 8 forms of prefetch and advice name
  * with a device ordinal, or CU_DEVICE_CPU for the host. */
 VGPU_HIDDEN CUmemLocation vgpu_location_of(CUdevice dev);
+/* memory.c: pinned-pool memory for the runtime's own staging, which may be
+ * made while a stream captures (freed with cuMemFreeHost). */
+VGPU_HIDDEN CUresult vgpu_host_alloc_staging(void **pp, size_t bytesize);
 
 #endif

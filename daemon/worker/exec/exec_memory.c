@@ -77,10 +77,17 @@ static enum op_status op_mem_free(struct worker *w, struct op_call *call)
 
 static enum op_status op_host_alloc(struct worker *w, struct op_call *call)
 {
+	unsigned int flags = (unsigned int)call->sqe->arg[1];
+	bool relaxed = flags & VGPU_HOST_ALLOC_FOR_CAPTURE;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
 	void *p = NULL;
 
+	if (relaxed && w->B.cuThreadExchangeStreamCaptureMode(&mode))
+		relaxed = false;
 	call->cqe->result = hostpool_alloc(&w->pool, call->sqe->arg[0],
-					   (unsigned int)call->sqe->arg[1], &p);
+					   flags & ~VGPU_HOST_ALLOC_FOR_CAPTURE, &p);
+	if (relaxed)
+		w->B.cuThreadExchangeStreamCaptureMode(&mode);
 	call->cqe->val[0] = (uintptr_t)p;
 	return OP_DONE;
 }
