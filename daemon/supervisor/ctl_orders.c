@@ -122,8 +122,10 @@ static int order_checkpoint(const struct ctl_caller *who, int slot, uint64_t id,
 		struct wslot *ws = &sv.w[i];
 		unsigned np = 0;
 
-		/* Another user's session is answered as one that is not there. */
-		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id ||
+		/* Another user's session is answered as one that is not there;
+		 * a worker the session moved away from (not reaped yet) is not
+		 * the session's: a checkpoint ordered of it failed as "ending". */
+		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved ||
 		    !ctl_may(who, ws->client_uid))
 			continue;
 		if (ws->closed || ws->ctl < 0) {
