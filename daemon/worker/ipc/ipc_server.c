@@ -74,23 +74,10 @@ static bool peer_is_us(int sock)
 /* Never blocks: an asker that does not read its socket loses its answer. */
 static void answer(int sock, const struct ipc_answer *a, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec io = { (void *)a, sizeof(*a) };
-	struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1 };
+	int rc = vgpu_send_fd_nowait(sock, a, sizeof(*a), fd);
 
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		h.msg_control = cbuf;
-		h.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	if (sendmsg(sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		vlog_debug("ipc: an answer cannot be sent: %s", strerror(errno));
+	if (rc < 0)
+		vlog_debug("ipc: an answer cannot be sent: %s", strerror(-rc));
 }
 
 static void serve_one(struct ipc_state *x, int sock)
