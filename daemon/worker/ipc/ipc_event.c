@@ -39,7 +39,6 @@ static enum op_status op_get_event(struct worker *w, struct op_call *call)
 	struct obj_entry *o = obj_get(&w->events, call->sqe->arg[0]);
 	struct ipc_export e = { .kind = IPC_KIND_EVENT, .fd = -1 };
 	CUipcEventHandle dh;
-	struct ipc_handle h;
 	CUresult rc;
 
 	call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
@@ -67,11 +66,7 @@ static enum op_status op_get_event(struct worker *w, struct op_call *call)
 			return OP_DONE;
 		}
 	}
-	ipc_handle_of(x, &e, &h);
-	memcpy(call->reply, &h, sizeof(h));
-	call->cqe->val[2] = sizeof(h);
-	call->cqe->result = CUDA_SUCCESS;
-	return OP_DONE;
+	return ipc_reply_handle(x, &e, call);
 }
 
 /* sqe.ctx, arg0 the new event's id; P: the 64 bytes */

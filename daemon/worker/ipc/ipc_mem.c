@@ -65,7 +65,6 @@ static enum op_status op_get_mem(struct worker *w, struct op_call *call)
 	struct ipc_state *x = ipc_state_get(w);
 	CUdeviceptr p = call->sqe->arg[0];
 	struct ipc_export e = { .kind = IPC_KIND_MEM, .fd = -1 };
-	struct ipc_handle h;
 	CUdeviceptr base = 0;
 	size_t bytes = 0, size = 0, off = 0;
 	CUresult rc;
@@ -97,11 +96,7 @@ static enum op_status op_get_mem(struct worker *w, struct op_call *call)
 		w->vmem.on_free = mem_freed;
 		w->vmem.on_free_arg = x;
 	}
-	ipc_handle_of(x, &e, &h);
-	memcpy(call->reply, &h, sizeof(h));
-	call->cqe->val[2] = sizeof(h);
-	call->cqe->result = CUDA_SUCCESS;
-	return OP_DONE;
+	return ipc_reply_handle(x, &e, call);
 }
 
 /* sqe.ctx, arg0 flags; P: the 64 bytes; R: val0 address, val1 bytes */

@@ -261,6 +261,18 @@ void ipc_handle_of(const struct ipc_state *x, const struct ipc_export *e, struct
 	h->bytes = e->bytes;
 }
 
+enum op_status ipc_reply_handle(const struct ipc_state *x, const struct ipc_export *e,
+				struct op_call *call)
+{
+	struct ipc_handle h;
+
+	ipc_handle_of(x, e, &h);
+	memcpy(call->reply, &h, sizeof(h));
+	call->cqe->val[2] = sizeof(h);
+	call->cqe->result = CUDA_SUCCESS;
+	return OP_DONE;
+}
+
 bool ipc_own_handle(const struct ipc_state *x, const struct ipc_handle *h)
 {
 	return x->srv >= 0 && h->key == x->key;
