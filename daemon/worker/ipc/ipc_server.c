@@ -278,6 +278,19 @@ bool ipc_own_handle(const struct ipc_state *x, const struct ipc_handle *h)
 	return x->srv >= 0 && h->key == x->key;
 }
 
+CUresult ipc_handle_in(const struct ipc_state *x, const void *bytes, uint16_t kind,
+		       struct ipc_handle *h)
+{
+	memcpy(h, bytes, sizeof(*h));
+	if (h->magic != IPC_H_MAGIC || h->version != IPC_H_VERSION || h->kind != kind)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (ipc_own_handle(x, h))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return CUDA_SUCCESS;
+}
+
 /* ---- the importer ---------------------------------------------------------- */
 
 CUresult ipc_ask(struct worker *w, const struct ipc_handle *h, struct ipc_answer *a, int *fd)

@@ -80,5 +80,13 @@ enum op_status ipc_reply_handle(const struct ipc_state *x, const struct ipc_expo
 CUresult ipc_ask(struct worker *w, const struct ipc_handle *h, struct ipc_answer *a, int *fd);
 /* Whether @h was made by this session. */
 bool ipc_own_handle(const struct ipc_state *x, const struct ipc_handle *h);
+/*
+ * The handle bytes a program gave to open one of @kind, copied into *h:
+ * CUDA_ERROR_INVALID_HANDLE when they are no such handle, OUT_OF_MEMORY
+ * when @x is NULL, INVALID_CONTEXT when this session made it (the driver's
+ * rule: a process does not open its own handles).
+ */
+CUresult ipc_handle_in(const struct ipc_state *x, const void *bytes, uint16_t kind,
+		       struct ipc_handle *h);
 
 #endif
