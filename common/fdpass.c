@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int vgpu_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VGPU_MAX_FDS)];
@@ -30,9 +30,19 @@ int vgpu_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 	}
 	do
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+		n = sendmsg(sock, &msg, flags);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int)n;
+}
+
+int vgpu_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	return send_fds(sock, buf, len, fds, nfds, MSG_NOSIGNAL);
+}
+
+int vgpu_send_fd_nowait(int sock, const void *buf, size_t len, int fd)
+{
+	return send_fds(sock, buf, len, &fd, fd >= 0, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 unsigned vgpu_fds_take(const struct msghdr *m, int *fds, unsigned room, int *cut)

@@ -12,6 +12,9 @@
 
 /* Returns bytes sent or -errno. */
 int vgpu_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+/* The same with one descriptor (none when @fd < 0), never blocking: a full
+ * socket is -EAGAIN. */
+int vgpu_send_fd_nowait(int sock, const void *buf, size_t len, int fd);
 /* Returns bytes received (0 on hang-up) or -errno; *nfds in: room, out: got.
  * Descriptors beyond the room given are closed, never leaked. */
 int vgpu_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds);

@@ -105,6 +105,27 @@ const char *ckpt_sink_error(const struct ckpt_sink *s)
 	return s->err;
 }
 
+int ckpt_sink_table(struct ckpt_sink *s, uint32_t type, const void *rec, size_t n, size_t size)
+{
+	int ret = ckpt_sink_begin(s, type, 0, n);
+
+	if (!ret && n)
+		ret = ckpt_sink_write(s, rec, n * size);
+	if (!ret)
+		ret = ckpt_sink_end(s);
+	return ret;
+}
+
+int ckpt_say(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 static int grow(void **p, size_t *cap, size_t n, size_t size)
 {
 	void *q;

@@ -48,6 +48,12 @@ int ckpt_sink_device_flush(struct ckpt_sink *s);
 void ckpt_sink_landing(struct ckpt_sink *s, const struct ckpt_landing *land);
 /* Why the last call failed. */
 const char *ckpt_sink_error(const struct ckpt_sink *s);
+/* A whole section of @n records of @size bytes (aux: @n). */
+int ckpt_sink_table(struct ckpt_sink *s, uint32_t type, const void *rec, size_t n, size_t size);
+/* For the sections' writers and readers: @why (@len bytes) says why;
+ * returns @err. */
+__attribute__((format(printf, 4, 5)))
+int ckpt_say(char *why, size_t len, int err, const char *fmt, ...);
 /* Device bytes copied are added to *progress from now on. */
 void ckpt_sink_progress(struct ckpt_sink *s, uint64_t *progress);
 

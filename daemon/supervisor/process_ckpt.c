@@ -226,22 +226,15 @@ static int order_checkpoint(int i, char *why, size_t len)
 {
 	static struct ckpt_order o;
 	struct wslot *ws = &sv.w[i];
-	int fd, ret;
+	int ret;
 
 	memset(&o, 0, sizeof(o));
 	o.type = WORDER_MIGRATE;
 	snprintf(o.path, sizeof(o.path), "memfd:vgpu-process-%u", ws->client_pid);
 	/* The daemon's own file, reachable by no name: the state stays ours. */
-	fd = memfd_create("vgpu-process", MFD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why, len, "memfd_create: %s", strerror(errno));
-		return -errno;
-	}
-	chain_close(&ws->move);
-	ret = chain_dup(&ws->move, &fd, 1, o.path);
-	if (!ret && (ret = ckpt_order_send(ws->ctl, &o, fd, NULL, 0)))
-		chain_close(&ws->move);
-	close(fd);
+	ret = sv_order_move_file(ws, &o, "vgpu-process", why, len);
+	if (ret < 0)
+		return ret;
 	if (ret) {
 		snprintf(why, len, "cannot reach the session's worker");
 		return -EIO;

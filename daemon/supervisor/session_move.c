@@ -100,6 +100,26 @@ void sv_on_migrating(int i)
 		sv_moved(j);
 	}
 }
+
+int sv_order_move_file(struct wslot *ws, struct ckpt_order *o, const char *name, char *why,
+		       size_t len)
+{
+	/* The daemon's own file, with no name anyone could open or guess: it
+	 * travels as a descriptor, to the old worker and the new. */
+	int ret, fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, len, "memfd_create: %s", strerror(errno));
+		return -errno;
+	}
+	chain_close(&ws->move);
+	ret = chain_dup(&ws->move, &fd, 1, o->path);
+	if (!ret && (ret = ckpt_order_send(ws->ctl, o, fd, NULL, 0)))
+		chain_close(&ws->move);
+	close(fd);
+	return ret ? 1 : 0;
+}
+
 int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gpu, char *why,
 		     size_t len)
 {
@@ -111,7 +131,6 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 
 	for (int i = 0; i < MAX_WORKERS; i++) {
 		struct wslot *ws = &sv.w[i];
-		int fd;
 
 		if (!ws->pid || ws->state != W_BUSY || ws->session_id != id || ws->moved ||
 		    !ctl_may(who, ws->client_uid))
@@ -136,18 +155,9 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 		memset(&o, 0, sizeof(o));
 		o.type = WORDER_MIGRATE;
 		snprintf(o.path, sizeof(o.path), "memfd:vgpu-move-%llu", (unsigned long long)id);
-		/* The daemon's own file, with no name anyone could open or guess:
-		 * it travels as a descriptor, to the old worker and the new. */
-		fd = memfd_create("vgpu-move", MFD_CLOEXEC);
-		if (fd < 0) {
-			snprintf(why, len, "memfd_create: %s", strerror(errno));
-			return -errno;
-		}
-		chain_close(&ws->move);
-		ret = chain_dup(&ws->move, &fd, 1, o.path);
-		if (!ret && (ret = ckpt_order_send(ws->ctl, &o, fd, NULL, 0)))
-			chain_close(&ws->move);
-		close(fd);
+		ret = sv_order_move_file(ws, &o, "vgpu-move", why, len);
+		if (ret < 0)
+			return ret;
 		if (ret) {
 			snprintf(why, len, "cannot reach session %llu's worker", (unsigned long long)id);
 			return -EIO;

@@ -198,6 +198,10 @@ int sv_order_migrate(const struct ctl_caller *who, int slot, uint64_t id, int gp
 		     size_t len);
 void sv_on_migrating(int i);
 void sv_moved(int j);
+/* A migrate order to @ws's worker into a new memfd @name, o->path its name
+ * in the order and ws->move; 1: the worker cannot be reached. */
+int sv_order_move_file(struct wslot *ws, struct ckpt_order *o, const char *name, char *why,
+		       size_t len);
 
 /* nvml_query.c */
 void sv_nvml_init(void);

@@ -123,23 +123,10 @@ struct pool_ipc {
 /* Never blocks: an asker that does not read its socket loses its answer. */
 static void answer(int sock, const struct ipc_rep *rep, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec io = { (void *)rep, sizeof(*rep) };
-	struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1 };
+	int rc = vgpu_send_fd_nowait(sock, rep, sizeof(*rep), fd);
 
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		h.msg_control = cbuf;
-		h.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	if (sendmsg(sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		vlog_debug("pool ipc: an answer cannot be sent: %s", strerror(errno));
+	if (rc < 0)
+		vlog_debug("pool ipc: an answer cannot be sent: %s", strerror(-rc));
 }
 
 static void serve_one(struct pool_share *sh, const struct ipc_req *q, int reply)

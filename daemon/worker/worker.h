@@ -172,6 +172,12 @@ CUresult graph_node_list(const uint32_t *ids, uint64_t n, uint32_t graph, CUgrap
 CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out);
 CUresult graph_live_node(struct worker *w, uint64_t id, CUgraphNode *out, uint32_t *graph);
 void graph_node_drop(uint32_t id);
+/* exec_graph_node.c, for the ops that add one node: whether the payload is
+ * @head bytes of description, then sqe arg1 dependency ids and (arg2 1)
+ * their edge data; the node @p added to graph arg0 after those. */
+bool graph_add_len_ok(const struct op_call *call, size_t head);
+CUresult graph_add_after(struct worker *w, const struct op_call *call, size_t head,
+			 CUgraphNodeParams *p, CUgraphNode *node);
 extern const struct op_desc exec_graph_cond_ops[];	/* exec_graph_cond.c */
 /* exec_graph_mem.c: graph memory nodes; the ranges their allocation nodes
  * hold (the session's device memory), forgotten with the node (0: every

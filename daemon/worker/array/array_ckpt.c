@@ -28,17 +28,6 @@
 #define BUF_SIZE	(8u << 20)	/* > one row of any array (2 MiB) */
 #define MAX_FILLERS	4096		/* value gaps a restore fills at most */
 
-__attribute__((format(printf, 4, 5)))
-static int say(char *why, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 /* Bytes per row, rows per slice and slices of a driver array. */
 static CUresult geometry(struct worker *w, CUarray h, uint64_t *row, uint64_t *rows,
 			 uint64_t *slices)
@@ -98,36 +87,25 @@ static int array_out(struct worker *w, struct ckpt_sink *sink, CUarray h, uint64
 	int ret;
 
 	if (rc == CUDA_ERROR_NOT_SUPPORTED)
-		return say(why, len, -EOPNOTSUPP, "CUDA array %llu has a format laid out by the "
-			   "driver alone (block-compressed or YUV): checkpoints do not carry it",
-			   (unsigned long long)(key >> 32));
+		return ckpt_say(why, len, -EOPNOTSUPP, "CUDA array %llu has a format laid out by the "
+				"driver alone (block-compressed or YUV): checkpoints do not carry it",
+				(unsigned long long)(key >> 32));
 	if (rc)
-		return say(why, len, -EIO, "CUDA array %llu cannot be read (CUDA error %d)",
-			   (unsigned long long)(key >> 32), rc);
+		return ckpt_say(why, len, -EIO, "CUDA array %llu cannot be read (CUDA error %d)",
+				(unsigned long long)(key >> 32), rc);
 	ret = ckpt_sink_begin(sink, VGPU_CKPT_SEC_ARRAY_DATA, key, 0);
 	for (uint64_t z = 0; !ret && z < slices; z++)
 		for (uint64_t y = 0; !ret && y < rows; y += n) {
 			n = BUF_SIZE / row < rows - y ? BUF_SIZE / row : rows - y;
 			rc = rows_move(w, h, buf, row, y, z, n, false);
 			if (rc)
-				return say(why, len, -EIO, "CUDA array %llu cannot be read (CUDA "
-					   "error %d)", (unsigned long long)(key >> 32), rc);
+				return ckpt_say(why, len, -EIO, "CUDA array %llu cannot be read (CUDA "
+						"error %d)", (unsigned long long)(key >> 32), rc);
 			ret = ckpt_sink_write(sink, buf, row * n);
 		}
 	if (!ret)
 		ret = ckpt_sink_end(sink);
-	return ret ? say(why, len, ret, "%s", ckpt_sink_error(sink)) : 0;
-}
-
-static int table_out(struct ckpt_sink *sink, uint32_t type, const void *rec, size_t n, size_t size)
-{
-	int ret = ckpt_sink_begin(sink, type, 0, n);
-
-	if (!ret && n)
-		ret = ckpt_sink_write(sink, rec, n * size);
-	if (!ret)
-		ret = ckpt_sink_end(sink);
-	return ret;
+	return ret ? ckpt_say(why, len, ret, "%s", ckpt_sink_error(sink)) : 0;
 }
 
 static int contents_out(struct worker *w, struct ckpt_sink *sink, char *why, size_t len)
@@ -139,14 +117,14 @@ static int contents_out(struct worker *w, struct ckpt_sink *sink, char *why, siz
 	int ret = 0;
 
 	if (!buf)
-		return say(why, len, -ENOMEM, "out of memory");
+		return ckpt_say(why, len, -ENOMEM, "out of memory");
 	obj_for_each(&s->ids, i, e) {
 		struct array_rec *rec = e->data;
 
 		if (rec->kind != ARR_ARRAY && rec->kind != ARR_MIPMAP)
 			continue;	/* a level's bytes go with its mipmapped array */
 		if (worker_use_ctx(w, rec->ctx)) {
-			ret = say(why, len, -EIO, "the context of CUDA array %u is gone", i);
+			ret = ckpt_say(why, len, -EIO, "the context of CUDA array %u is gone", i);
 			break;
 		}
 		if (rec->kind == ARR_ARRAY) {
@@ -156,8 +134,8 @@ static int contents_out(struct worker *w, struct ckpt_sink *sink, char *why, siz
 				CUarray h;
 				CUresult rc = w->B.cuMipmappedArrayGetLevel(&h, e->obj, l);
 
-				ret = rc ? say(why, len, -EIO, "level %u of mipmapped array %u cannot "
-					       "be had (CUDA error %d)", l, i, rc) :
+				ret = rc ? ckpt_say(why, len, -EIO, "level %u of mipmapped array %u cannot "
+						    "be had (CUDA error %d)", l, i, rc) :
 					   array_out(w, sink, h, (uint64_t)i << 32 | l, buf, why, len);
 			}
 		}
@@ -206,7 +184,7 @@ int worker_array_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why,
 	a = calloc(n + 1, sizeof(*a));
 	t = calloc(s->ntex + 1, sizeof(*t));
 	if (!a || !t) {
-		ret = say(why, len, -ENOMEM, "out of memory listing CUDA arrays");
+		ret = ckpt_say(why, len, -ENOMEM, "out of memory listing CUDA arrays");
 		goto out;
 	}
 	n = 0;
@@ -221,11 +199,11 @@ int worker_array_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why,
 		t[k] = (struct vgpu_ckpt_texobj){ .value = s->tex[k].value, .ctx = s->tex[k].ctx,
 						  .surface = s->tex[k].surface,
 						  .req = s->tex[k].req };
-	ret = table_out(sink, VGPU_CKPT_SEC_ARRAYS, a, n, sizeof(*a));
+	ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_ARRAYS, a, n, sizeof(*a));
 	if (!ret)
-		ret = table_out(sink, VGPU_CKPT_SEC_TEXOBJS, t, s->ntex, sizeof(*t));
+		ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_TEXOBJS, t, s->ntex, sizeof(*t));
 	if (ret) {
-		ret = say(why, len, ret, "%s", ckpt_sink_error(sink));
+		ret = ckpt_say(why, len, ret, "%s", ckpt_sink_error(sink));
 		goto out;
 	}
 	ret = contents_out(w, sink, why, len);
@@ -247,14 +225,14 @@ static int array_in(struct worker *w, struct vgpu_ckpt_reader *r, CUarray h, uin
 	ssize_t got;
 
 	if (rc)
-		return say(why, len, -EIO, "CUDA array %llu cannot be written (CUDA error %d)",
-			   (unsigned long long)(key >> 32), rc);
+		return ckpt_say(why, len, -EIO, "CUDA array %llu cannot be written (CUDA error %d)",
+				(unsigned long long)(key >> 32), rc);
 	if (!sec || sec->raw_len != row * rows * slices)
-		return say(why, len, -EBADMSG, "the bytes of CUDA array %llu (level %llu) are "
-			   "missing", (unsigned long long)(key >> 32),
-			   (unsigned long long)(key & 0xffffffff));
+		return ckpt_say(why, len, -EBADMSG, "the bytes of CUDA array %llu (level %llu) are "
+				"missing", (unsigned long long)(key >> 32),
+				(unsigned long long)(key & 0xffffffff));
 	if (vgpu_ckpt_read_begin(r, (unsigned)k))
-		return say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
+		return ckpt_say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
 	for (uint64_t z = 0; z < slices; z++)
 		for (uint64_t y = 0; y < rows; y += n) {
 			n = BUF_SIZE / row < rows - y ? BUF_SIZE / row : rows - y;
@@ -262,14 +240,14 @@ static int array_in(struct worker *w, struct vgpu_ckpt_reader *r, CUarray h, uin
 			for (uint64_t done = 0; done < want; done += (uint64_t)got) {
 				got = vgpu_ckpt_read(r, buf + done, want - done);
 				if (got <= 0)
-					return say(why, len, -EBADMSG, "CUDA array %llu: %s",
-						   (unsigned long long)(key >> 32),
-						   vgpu_ckpt_reader_error(r));
+					return ckpt_say(why, len, -EBADMSG, "CUDA array %llu: %s",
+							(unsigned long long)(key >> 32),
+							vgpu_ckpt_reader_error(r));
 			}
 			rc = rows_move(w, h, buf, row, y, z, n, true);
 			if (rc)
-				return say(why, len, -EIO, "CUDA array %llu cannot be written "
-					   "(CUDA error %d)", (unsigned long long)(key >> 32), rc);
+				return ckpt_say(why, len, -EIO, "CUDA array %llu cannot be written "
+						"(CUDA error %d)", (unsigned long long)(key >> 32), rc);
 		}
 	return 0;
 }
@@ -285,7 +263,7 @@ static int arrays_in(struct worker *w, struct vgpu_ckpt_reader *r,
 			CUresult rc;
 
 			if (a[i].reserved || a[i].kind < ARR_ARRAY || a[i].kind > ARR_PLANE)
-				return say(why, len, -EBADMSG, "CUDA array record %zu is not sound", i);
+				return ckpt_say(why, len, -EBADMSG, "CUDA array record %zu is not sound", i);
 			if (owner != (pass == 0))
 				continue;
 			rc = worker_use_ctx(w, a[i].ctx);
@@ -295,23 +273,23 @@ static int arrays_in(struct worker *w, struct vgpu_ckpt_reader *r,
 				rc = array_part(w, a[i].id, a[i].parent, (enum array_kind)a[i].kind,
 						a[i].index);
 			if (rc)
-				return say(why, len, -EIO, "CUDA array %u cannot be made again (CUDA "
-					   "error %d)", a[i].id, rc);
+				return ckpt_say(why, len, -EIO, "CUDA array %u cannot be made again (CUDA "
+						"error %d)", a[i].id, rc);
 		}
 	for (size_t i = 0; i < n; i++) {
 		struct obj_entry *e = obj_get(&w->arrays->ids, a[i].id);
 		int ret = 0;
 
 		if (worker_use_ctx(w, a[i].ctx))
-			return say(why, len, -EIO, "the context of CUDA array %u is gone", a[i].id);
+			return ckpt_say(why, len, -EIO, "the context of CUDA array %u is gone", a[i].id);
 		if (a[i].kind == ARR_ARRAY)
 			ret = array_in(w, r, e->obj, (uint64_t)a[i].id << 32, buf, why, len);
 		for (uint32_t l = 0; a[i].kind == ARR_MIPMAP && !ret && l < a[i].desc.levels; l++) {
 			CUarray h;
 			CUresult rc = w->B.cuMipmappedArrayGetLevel(&h, e->obj, l);
 
-			ret = rc ? say(why, len, -EIO, "level %u of mipmapped array %u cannot be "
-				       "had (CUDA error %d)", l, a[i].id, rc) :
+			ret = rc ? ckpt_say(why, len, -EIO, "level %u of mipmapped array %u cannot be "
+					    "had (CUDA error %d)", l, a[i].id, rc) :
 				   array_in(w, r, h, (uint64_t)a[i].id << 32 | l, buf, why, len);
 		}
 		if (ret)
@@ -363,19 +341,19 @@ static int objects_in(struct worker *w, struct vgpu_ckpt_texobj *t, size_t n, ch
 	int ret = 0;
 
 	if (!fill)
-		return say(why, len, -ENOMEM, "out of memory");
+		return ckpt_say(why, len, -ENOMEM, "out of memory");
 	qsort(t, n, sizeof(*t), by_value);
 	for (size_t i = 0; i < n && !ret; i++) {
 		unsigned long long v = 0;
 		CUresult rc;
 
 		if (t[i].surface > 1 || (i && !by_value(&t[i - 1], &t[i]))) {
-			ret = say(why, len, -EBADMSG, "texture object record %zu is not sound", i);
+			ret = ckpt_say(why, len, -EBADMSG, "texture object record %zu is not sound", i);
 			break;
 		}
 		if (worker_use_ctx(w, t[i].ctx)) {
-			ret = say(why, len, -EIO, "the context of texture object %llu is gone",
-				  (unsigned long long)t[i].value);
+			ret = ckpt_say(why, len, -EIO, "the context of texture object %llu is gone",
+				       (unsigned long long)t[i].value);
 			break;
 		}
 		while (!(rc = obj_make(w, &t[i], &v)) && v < t[i].value && nfill < MAX_FILLERS) {
@@ -383,18 +361,18 @@ static int objects_in(struct worker *w, struct vgpu_ckpt_texobj *t, size_t n, ch
 			fill[nfill++].surface = t[i].surface;
 		}
 		if (rc) {
-			ret = say(why, len, -EIO, "%s object %llu cannot be made again (CUDA error "
-				  "%d)", t[i].surface ? "surface" : "texture",
-				  (unsigned long long)t[i].value, rc);
+			ret = ckpt_say(why, len, -EIO, "%s object %llu cannot be made again (CUDA error "
+				       "%d)", t[i].surface ? "surface" : "texture",
+				       (unsigned long long)t[i].value, rc);
 		} else if (v != t[i].value) {
 			obj_drop(w, t[i].surface, v);
-			ret = say(why, len, -EADDRNOTAVAIL, "%s object %llu came back as %llu: the "
-				  "program holds the value (kernels take it as a parameter), so the "
-				  "session is not restored", t[i].surface ? "surface" : "texture",
-				  (unsigned long long)t[i].value, v);
+			ret = ckpt_say(why, len, -EADDRNOTAVAIL, "%s object %llu came back as %llu: the "
+				       "program holds the value (kernels take it as a parameter), so the "
+				       "session is not restored", t[i].surface ? "surface" : "texture",
+				       (unsigned long long)t[i].value, v);
 		} else if (texobj_remember(w->arrays, v, t[i].ctx, t[i].surface, &t[i].req)) {
 			obj_drop(w, t[i].surface, v);
-			ret = say(why, len, -ENOMEM, "out of memory");
+			ret = ckpt_say(why, len, -ENOMEM, "out of memory");
 		}
 	}
 	for (size_t i = 0; i < nfill; i++)
@@ -415,14 +393,14 @@ int worker_array_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why
 				   (void **)&a, &na, &blob) ||
 	    vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_TEXOBJS, 0, sizeof(*t), 1ull << 30,
 				   (void **)&t, &nt, &blob)) {
-		ret = say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
+		ret = ckpt_say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
 		goto out;
 	}
 	ret = 0;
 	if (!na && !nt)
 		goto out;
 	if (!array_state_of(w) || !(buf = malloc(BUF_SIZE))) {
-		ret = say(why, len, -ENOMEM, "out of memory");
+		ret = ckpt_say(why, len, -ENOMEM, "out of memory");
 		goto out;
 	}
 	ret = arrays_in(w, r, a, na, buf, why, len);

@@ -19,28 +19,6 @@
 #include "worker.h"
 #include "exec_vmm.h"
 
-__attribute__((format(printf, 4, 5)))
-static int say(char *why, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-static int table_out(struct ckpt_sink *sink, uint32_t type, const void *rec, size_t n, size_t size)
-{
-	int ret = ckpt_sink_begin(sink, type, 0, n);
-
-	if (!ret && n)
-		ret = ckpt_sink_write(sink, rec, n * size);
-	if (!ret)
-		ret = ckpt_sink_end(sink);
-	return ret;
-}
-
 /* Access everyone has to the allocation's device somewhere else: an
  * address where all of @a is mapped readable from offset 0, or 0. */
 static uint64_t whole_view(struct vmm_state *s, const struct vmm_alloc *a, unsigned acc)
@@ -115,16 +93,16 @@ int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, s
 			if (s->m[k].a == x && s->m[k].start == s->m[k].map_start)
 				x->size = s->m[k].off + (s->m[k].map_end - s->m[k].map_start);
 		if (!x->size)
-			return say(why, len, -EOPNOTSUPP, "VMM allocation %llu was imported and is "
-				   "not mapped: its size is unknown",
-				   (unsigned long long)x->id);
+			return ckpt_say(why, len, -EOPNOTSUPP, "VMM allocation %llu was imported and is "
+					"not mapped: its size is unknown",
+					(unsigned long long)x->id);
 	}
 	v = calloc(s->nv + 1, sizeof(*v));
 	a = calloc(s->na + 1, sizeof(*a));
 	m = calloc(s->nm + 1, sizeof(*m));
 	temp = calloc(s->na + 1, sizeof(*temp));
 	if (!v || !a || !m || !temp) {
-		ret = say(why, len, -ENOMEM, "out of memory listing VMM state");
+		ret = ckpt_say(why, len, -ENOMEM, "out of memory listing VMM state");
 		goto out;
 	}
 	for (size_t i = 0; i < s->nv; i++)
@@ -153,15 +131,15 @@ int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, s
 		memcpy(m[i].access, x->acc, sizeof(m[i].access));
 	}
 	st.next_handle = s->next_id;
-	ret = table_out(sink, VGPU_CKPT_SEC_VMM_RESV, v, s->nv, sizeof(*v));
+	ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_VMM_RESV, v, s->nv, sizeof(*v));
 	if (!ret)
-		ret = table_out(sink, VGPU_CKPT_SEC_VMM_ALLOCS, a, s->na, sizeof(*a));
+		ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_VMM_ALLOCS, a, s->na, sizeof(*a));
 	if (!ret)
-		ret = table_out(sink, VGPU_CKPT_SEC_VMM_MAPS, m, s->nm, sizeof(*m));
+		ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_VMM_MAPS, m, s->nm, sizeof(*m));
 	if (!ret)
-		ret = table_out(sink, VGPU_CKPT_SEC_VMM_STATE, &st, 1, sizeof(st));
+		ret = ckpt_sink_table(sink, VGPU_CKPT_SEC_VMM_STATE, &st, 1, sizeof(st));
 	if (ret) {
-		ret = say(why, len, ret, "%s", ckpt_sink_error(sink));
+		ret = ckpt_say(why, len, ret, "%s", ckpt_sink_error(sink));
 		goto out;
 	}
 	/* Each allocation's bytes once, however often it is mapped: through a
@@ -174,21 +152,21 @@ int worker_vmm_checkpoint(struct worker *w, struct ckpt_sink *sink, char *why, s
 		if (!src) {
 			rc = temp_map(w, x, &temp[i]);
 			if (rc) {
-				ret = say(why, len, -EIO, "allocation %llu cannot be mapped to be "
-					  "read (CUDA error %d)", (unsigned long long)x->id, rc);
+				ret = ckpt_say(why, len, -EIO, "allocation %llu cannot be mapped to be "
+					       "read (CUDA error %d)", (unsigned long long)x->id, rc);
 				goto out;
 			}
 			src = temp[i];
 		}
 		ret = ckpt_sink_device_section(sink, VGPU_CKPT_SEC_VMM_DATA, x->id, src, x->size);
 		if (ret) {
-			ret = say(why, len, ret, "%s", ckpt_sink_error(sink));
+			ret = ckpt_say(why, len, ret, "%s", ckpt_sink_error(sink));
 			goto out;
 		}
 	}
 	ret = ckpt_sink_device_flush(sink);
 	if (ret)
-		ret = say(why, len, ret, "%s", ckpt_sink_error(sink));
+		ret = ckpt_say(why, len, ret, "%s", ckpt_sink_error(sink));
 out:
 	for (size_t i = 0; temp && i < s->na; i++)
 		if (temp[i])
@@ -220,14 +198,14 @@ static int load_alloc(struct worker *w, struct vgpu_ckpt_reader *r, const struct
 	ssize_t got;
 
 	if (!sec || sec->raw_len != a->size)
-		return say(why, len, -EBADMSG, "the bytes of VMM allocation %llu are missing",
-			   (unsigned long long)a->id);
+		return ckpt_say(why, len, -EBADMSG, "the bytes of VMM allocation %llu are missing",
+				(unsigned long long)a->id);
 	if (vgpu_ckpt_read_begin(r, (unsigned)k))
-		return say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
+		return ckpt_say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
 	rc = temp_map(w, a, &at);
 	if (rc)
-		return say(why, len, -EIO, "VMM allocation %llu cannot be mapped to be written "
-			   "(CUDA error %d)", (unsigned long long)a->id, rc);
+		return ckpt_say(why, len, -EIO, "VMM allocation %llu cannot be mapped to be written "
+				"(CUDA error %d)", (unsigned long long)a->id, rc);
 	while (!rc && (got = vgpu_ckpt_read(r, buf, cap)) > 0 && (uint64_t)got <= a->size - done) {
 		rc = w->B.cuMemcpyHtoDAsync_v2(at + done, buf, (size_t)got, NULL);
 		if (!rc)
@@ -236,11 +214,11 @@ static int load_alloc(struct worker *w, struct vgpu_ckpt_reader *r, const struct
 	}
 	temp_unmap(w, at, a->size);
 	if (rc)
-		return say(why, len, -EIO, "writing VMM allocation %llu failed (CUDA error %d)",
-			   (unsigned long long)a->id, rc);
+		return ckpt_say(why, len, -EIO, "writing VMM allocation %llu failed (CUDA error %d)",
+				(unsigned long long)a->id, rc);
 	if (done != a->size)
-		return say(why, len, -EBADMSG, "VMM allocation %llu: %s",
-			   (unsigned long long)a->id, vgpu_ckpt_reader_error(r));
+		return ckpt_say(why, len, -EBADMSG, "VMM allocation %llu: %s",
+				(unsigned long long)a->id, vgpu_ckpt_reader_error(r));
 	return 0;
 }
 
@@ -260,10 +238,10 @@ static int restore_maps(struct worker *w, struct vmm_state *s, const struct vgpu
 		    m[i].offset - (m[i].start - m[i].map_start) > a->size ||
 		    m[i].map_size > a->size - (m[i].offset - (m[i].start - m[i].map_start)) ||
 		    !vmm_resv_holding(s, m[i].map_start, mend) || vmm_map_overlaps(s, m[i].start, end))
-			return say(why, len, -EBADMSG, "VMM mapping %zu is not sound", i);
+			return ckpt_say(why, len, -EBADMSG, "VMM mapping %zu is not sound", i);
 		for (size_t d = w->device_count; d < sizeof(m[i].access); d++)
 			if (m[i].access[d])
-				return say(why, len, -EBADMSG, "VMM mapping %zu: no device %zu", i, d);
+				return ckpt_say(why, len, -EBADMSG, "VMM mapping %zu: no device %zu", i, d);
 		x.start = m[i].start;
 		x.end = end;
 		x.map_start = m[i].map_start;
@@ -272,7 +250,7 @@ static int restore_maps(struct worker *w, struct vmm_state *s, const struct vgpu
 		x.a = a;
 		memcpy(x.acc, m[i].access, sizeof(x.acc));
 		if (vmm_map_insert(s, &x))
-			return say(why, len, -ENOMEM, "out of memory");
+			return ckpt_say(why, len, -ENOMEM, "out of memory");
 	}
 	/* Each cuMemMap range whole, its pieces consistent; then mapped again. */
 	for (size_t i = 0; i < s->nm; i++) {
@@ -285,15 +263,15 @@ static int restore_maps(struct worker *w, struct vmm_state *s, const struct vgpu
 			if (s->m[k].a != x->a || s->m[k].map_start != x->map_start ||
 			    s->m[k].off != x->off + (s->m[k].start - x->start) ||
 			    (k > i && s->m[k].start != s->m[k - 1].end))
-				return say(why, len, -EBADMSG, "VMM mapping at %#llx is not sound",
-					   (unsigned long long)x->map_start);
+				return ckpt_say(why, len, -EBADMSG, "VMM mapping at %#llx is not sound",
+						(unsigned long long)x->map_start);
 		if (!vmm_map_covers(s, x->map_start, x->map_end))
-			return say(why, len, -EBADMSG, "VMM mapping at %#llx has a hole",
-				   (unsigned long long)x->map_start);
+			return ckpt_say(why, len, -EBADMSG, "VMM mapping at %#llx has a hole",
+					(unsigned long long)x->map_start);
 		rc = w->B.cuMemMap(x->map_start, x->map_end - x->map_start, x->off, x->a->h, 0);
 		if (rc)
-			return say(why, len, -EIO, "VMM mapping at %#llx cannot be made again "
-				   "(CUDA error %d)", (unsigned long long)x->map_start, rc);
+			return ckpt_say(why, len, -EIO, "VMM mapping at %#llx cannot be made again "
+					"(CUDA error %d)", (unsigned long long)x->map_start, rc);
 		x->a->maps++;
 	}
 	for (size_t i = 0; i < s->nm; i++) {
@@ -307,15 +285,15 @@ static int restore_maps(struct worker *w, struct vmm_state *s, const struct vgpu
 				continue;
 			if (x->acc[k] != CU_MEM_ACCESS_FLAGS_PROT_READ &&
 			    x->acc[k] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-				return say(why, len, -EBADMSG, "VMM access %u is not sound",
-					   x->acc[k]);
+				return ckpt_say(why, len, -EBADMSG, "VMM access %u is not sound",
+						x->acc[k]);
 			d[nd].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 			d[nd].location.id = w->devices[k];
 			d[nd++].flags = (CUmemAccess_flags)x->acc[k];
 		}
 		if (nd && (rc = w->B.cuMemSetAccess(x->start, x->end - x->start, d, nd)))
-			return say(why, len, -EIO, "VMM access at %#llx cannot be set again "
-				   "(CUDA error %d)", (unsigned long long)x->start, rc);
+			return ckpt_say(why, len, -EIO, "VMM access at %#llx cannot be set again "
+					"(CUDA error %d)", (unsigned long long)x->start, rc);
 	}
 	return 0;
 }
@@ -335,11 +313,11 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 				     (void **)&st, &nst, &blob);
 	if (ret || !st) {
 		free(st);
-		return ret ? say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r)) : 0;
+		return ret ? ckpt_say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r)) : 0;
 	}
 	s = vmm_state_of(w);
 	if (!s || nst != 1 || worker_vmm_in_use(w)) {
-		ret = say(why, len, s ? -EBADMSG : -ENOMEM, "the VMM state cannot be taken up");
+		ret = ckpt_say(why, len, s ? -EBADMSG : -ENOMEM, "the VMM state cannot be taken up");
 		goto out;
 	}
 	if (vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_VMM_RESV, 0, sizeof(*v), 1ull << 30,
@@ -348,7 +326,7 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 				   (void **)&a, &na, &blob) ||
 	    vgpu_ckpt_read_records(r, VGPU_CKPT_SEC_VMM_MAPS, 0, sizeof(*m), 1ull << 30,
 				   (void **)&m, &nm, &blob)) {
-		ret = say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
+		ret = ckpt_say(why, len, -EBADMSG, "%s", vgpu_ckpt_reader_error(r));
 		goto out;
 	}
 	s->next_id = st->next_handle;
@@ -356,14 +334,14 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 		CUresult rc;
 
 		if (vmm_grow((void **)&s->v, &s->capv, s->nv, sizeof(*s->v))) {
-			ret = say(why, len, -ENOMEM, "out of memory");
+			ret = ckpt_say(why, len, -ENOMEM, "out of memory");
 			goto out;
 		}
 		rc = vmem_reserve_at(&w->vmem, v[i].base, v[i].size);
 		if (rc || (s->nv && s->v[s->nv - 1].start >= v[i].base)) {
-			ret = say(why, len, -EBADMSG, "VMM reservation at %#llx (%llu bytes) cannot "
-				  "be had again (CUDA error %d)", (unsigned long long)v[i].base,
-				  (unsigned long long)v[i].size, rc);
+			ret = ckpt_say(why, len, -EBADMSG, "VMM reservation at %#llx (%llu bytes) cannot "
+				       "be had again (CUDA error %d)", (unsigned long long)v[i].base,
+				       (unsigned long long)v[i].size, rc);
 			goto out;
 		}
 		s->v[s->nv++] = (struct vmm_resv){ v[i].base, v[i].base + v[i].size };
@@ -377,12 +355,12 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 		    !a[i].size || a[i].size % w->vmem.gran || a[i].device >= (uint32_t)w->device_count ||
 		    (a[i].handle_types & ~(uint32_t)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
 						      CU_MEM_HANDLE_TYPE_FABRIC))) {
-			ret = say(why, len, -EBADMSG, "VMM allocation record %zu is not sound", i);
+			ret = ckpt_say(why, len, -EBADMSG, "VMM allocation record %zu is not sound", i);
 			goto out;
 		}
 		if (vmm_grow((void **)&s->a, &s->capa, s->na, sizeof(*s->a)) ||
 		    !(x = calloc(1, sizeof(*x)))) {
-			ret = say(why, len, -ENOMEM, "out of memory");
+			ret = ckpt_say(why, len, -ENOMEM, "out of memory");
 			goto out;
 		}
 		x->id = a[i].handle;
@@ -402,9 +380,9 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 			vmem_uncharge(&w->vmem, x->size);
 		if (rc) {
 			free(x);
-			ret = say(why, len, -EIO, "VMM allocation %llu (%llu bytes) cannot be made "
-				  "again (CUDA error %d)", (unsigned long long)a[i].handle,
-				  (unsigned long long)a[i].size, rc);
+			ret = ckpt_say(why, len, -EIO, "VMM allocation %llu (%llu bytes) cannot be made "
+				       "again (CUDA error %d)", (unsigned long long)a[i].handle,
+				       (unsigned long long)a[i].size, rc);
 			goto out;
 		}
 		vmm_granted(w, x);	/* this driver's answer to the same request */
@@ -421,10 +399,10 @@ int worker_vmm_restore(struct worker *w, struct vgpu_ckpt_reader *r, char *why, 
 	ret = restore_maps(w, s, m, nm, why, len);
 	for (size_t i = 0; !ret && i < s->na; i++)
 		if (!s->a[i]->refs && !s->a[i]->maps)
-			ret = say(why, len, -EBADMSG, "VMM allocation %llu is held by nothing",
-				  (unsigned long long)s->a[i]->id);
+			ret = ckpt_say(why, len, -EBADMSG, "VMM allocation %llu is held by nothing",
+				       (unsigned long long)s->a[i]->id);
 	if (!ret && !(buf = malloc(8u << 20)))
-		ret = say(why, len, -ENOMEM, "out of memory");
+		ret = ckpt_say(why, len, -ENOMEM, "out of memory");
 	for (size_t i = 0; !ret && i < s->na; i++)
 		ret = load_alloc(w, r, s->a[i], buf, 8u << 20, why, len);
 out:

@@ -106,20 +106,15 @@ static CUresult mem_params(struct worker *w, const struct vgpu_mem_node *m, CUgr
 
 static enum op_status op_add_mem(struct worker *w, struct op_call *call)
 {
-	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
-	static CUgraphEdgeData edges[VGPU_MAX_GRAPH_NODES];
 	CUmemAccessDesc acc[VGPU_MAX_MEM_NODE_ACCESS];
 	const struct vgpu_sqe *s = call->sqe;
-	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
 	struct vgpu_mem_node m;
 	CUgraphNodeParams p;
 	CUgraphNode node = NULL;
 	uint32_t id = 0;
 	CUresult rc = CUDA_SUCCESS;
 
-	if (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
-	    call->len != sizeof(m) + s->arg[1] * (sizeof(uint32_t) +
-						  (s->arg[2] ? sizeof(*edges) : 0)))
+	if (!graph_add_len_ok(call, sizeof(m)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&m, call->payload, sizeof(m));
@@ -128,16 +123,7 @@ static enum op_status op_add_mem(struct worker *w, struct op_call *call)
 	if (!rc && m.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && nranges >= GRAPH_MEM_MAX)
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!rc)
-		rc = graph_node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(m)),
-				     s->arg[1], (uint32_t)s->arg[0], deps);
-	if (!rc && s->arg[2])
-		rc = graph_edge_list((const uint8_t *)call->payload + sizeof(m) +
-				     s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
-	if (!rc && !g)
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	if (!rc)
-		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
-					    s->arg[2] ? edges : NULL, s->arg[1], &p);
+		rc = graph_add_after(w, call, sizeof(m), &p, &node);
 	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0]))) {
 		w->B.cuGraphDestroyNode(node);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;

@@ -359,6 +359,36 @@ CUresult graph_edge_list(const uint8_t *src, uint64_t n, CUgraphEdgeData *out)
 
 static CUgraphEdgeData edges[VGPU_MAX_GRAPH_NODES];
 
+bool graph_add_len_ok(const struct op_call *call, size_t head)
+{
+	const struct vgpu_sqe *s = call->sqe;
+
+	return s->arg[1] <= VGPU_MAX_GRAPH_NODES && s->arg[2] <= 1 &&
+	       call->len == head + s->arg[1] * (sizeof(uint32_t) +
+						(s->arg[2] ? sizeof(*edges) : 0));
+}
+
+/* The length checked by graph_add_len_ok; the graph looked up last, so a
+ * bad list is refused as such whatever the graph. */
+CUresult graph_add_after(struct worker *w, const struct op_call *call, size_t head,
+			 CUgraphNodeParams *p, CUgraphNode *node)
+{
+	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
+	const struct vgpu_sqe *s = call->sqe;
+	const uint8_t *at = (const uint8_t *)call->payload + head;
+	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
+	CUresult rc = graph_node_list((const uint32_t *)at, s->arg[1], (uint32_t)s->arg[0], deps);
+
+	if (!rc && s->arg[2])
+		rc = graph_edge_list(at + s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
+	if (!rc && !g)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	if (!rc)
+		rc = w->B.cuGraphAddNode_v2(node, g->obj, s->arg[1] ? deps : NULL,
+					    s->arg[2] ? edges : NULL, s->arg[1], p);
+	return rc;
+}
+
 static enum op_status op_add_kernel(struct worker *w, struct op_call *call)
 {
 	static void *ptrs[VGPU_MAX_KERNEL_PARAMS];
@@ -522,9 +552,7 @@ CUresult graph_node_params(struct worker *w, const struct vgpu_node_params *v, u
 
 static enum op_status op_add_node(struct worker *w, struct op_call *call)
 {
-	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
 	const struct vgpu_sqe *s = call->sqe;
-	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
 	struct vgpu_node_params v;
 	CUgraphNodeParams p;
 	CUgraphNode node = NULL;
@@ -532,25 +560,14 @@ static enum op_status op_add_node(struct worker *w, struct op_call *call)
 	CUresult rc = CUDA_SUCCESS;
 
 	/* The description first (a bad one is refused whatever the graph). */
-	if (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
-	    call->len != sizeof(v) + s->arg[1] * (sizeof(uint32_t) +
-						  (s->arg[2] ? sizeof(*edges) : 0)))
+	if (!graph_add_len_ok(call, sizeof(v)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
 		memcpy(&v, call->payload, sizeof(v));
 		rc = graph_node_params(w, &v, (uint32_t)s->arg[0], &p);
 	}
 	if (!rc)
-		rc = graph_node_list((const uint32_t *)((const uint8_t *)call->payload + sizeof(v)),
-			       s->arg[1], (uint32_t)s->arg[0], deps);
-	if (!rc && s->arg[2])
-		rc = graph_edge_list((const uint8_t *)call->payload + sizeof(v) +
-				       s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
-	if (!rc && !g)
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	if (!rc)
-		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
-					    s->arg[2] ? edges : NULL, s->arg[1], &p);
+		rc = graph_add_after(w, call, sizeof(v), &p, &node);
 	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;

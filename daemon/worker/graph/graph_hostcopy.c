@@ -243,23 +243,17 @@ static void address_end(struct worker *w, CUmemorytype *t, CUdeviceptr *dev, con
 /* A copy node with an array end (or two), checked as array copies are. */
 static enum op_status op_add_array_copy(struct worker *w, struct op_call *call)
 {
-	static CUgraphNode deps[VGPU_MAX_GRAPH_NODES];
-	static CUgraphEdgeData edges[VGPU_MAX_GRAPH_NODES];
 	const struct vgpu_sqe *s = call->sqe;
-	const uint8_t *at = call->payload;
-	struct obj_entry *g = obj_get(&w->graphs, (uint32_t)s->arg[0]);
 	CUgraphNodeParams p = { .type = CU_GRAPH_NODE_TYPE_MEMCPY };
 	struct vgpu_array_copy c;
 	CUgraphNode node = NULL;
 	uint32_t id = 0;
 	CUresult rc = CUDA_SUCCESS;
 
-	if (s->arg[1] > VGPU_MAX_GRAPH_NODES || s->arg[2] > 1 ||
-	    call->len != sizeof(c) + s->arg[1] * (sizeof(uint32_t) +
-						  (s->arg[2] ? sizeof(*edges) : 0)))
+	if (!graph_add_len_ok(call, sizeof(c)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (!rc) {
-		memcpy(&c, at, sizeof(c));
+		memcpy(&c, call->payload, sizeof(c));
 		rc = array_copy_params(w, &c, &p.memcpy.copyParams);
 	}
 	if (!rc) {	/* address ends as the program named them: read back so */
@@ -271,15 +265,7 @@ static enum op_status op_add_array_copy(struct worker *w, struct op_call *call)
 		rc = w->B.cuCtxGetCurrent(&p.memcpy.copyCtx);
 	}
 	if (!rc)
-		rc = graph_node_list((const uint32_t *)(at + sizeof(c)), s->arg[1],
-				     (uint32_t)s->arg[0], deps);
-	if (!rc && s->arg[2])
-		rc = graph_edge_list(at + sizeof(c) + s->arg[1] * sizeof(uint32_t), s->arg[1], edges);
-	if (!rc && !g)
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	if (!rc)
-		rc = w->B.cuGraphAddNode_v2(&node, g->obj, s->arg[1] ? deps : NULL,
-					    s->arg[2] ? edges : NULL, s->arg[1], &p);
+		rc = graph_add_after(w, call, sizeof(c), &p, &node);
 	if (!rc && !(id = graph_node_id(node, (uint32_t)s->arg[0])))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;	/* the node stays, unnamed */
 	call->cqe->result = rc;

@@ -39,7 +39,6 @@ static enum op_status op_get_event(struct worker *w, struct op_call *call)
 	struct obj_entry *o = obj_get(&w->events, call->sqe->arg[0]);
 	struct ipc_export e = { .kind = IPC_KIND_EVENT, .fd = -1 };
 	CUipcEventHandle dh;
-	struct ipc_handle h;
 	CUresult rc;
 
 	call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
@@ -67,11 +66,7 @@ static enum op_status op_get_event(struct worker *w, struct op_call *call)
 			return OP_DONE;
 		}
 	}
-	ipc_handle_of(x, &e, &h);
-	memcpy(call->reply, &h, sizeof(h));
-	call->cqe->val[2] = sizeof(h);
-	call->cqe->result = CUDA_SUCCESS;
-	return OP_DONE;
+	return ipc_reply_handle(x, &e, call);
 }
 
 /* sqe.ctx, arg0 the new event's id; P: the 64 bytes */
@@ -89,16 +84,8 @@ static enum op_status op_open_event(struct worker *w, struct op_call *call)
 	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 	if (call->len != sizeof(h) || !id || id > UINT32_MAX || obj_get(&w->events, id))
 		return OP_DONE;
-	memcpy(&h, call->payload, sizeof(h));
-	call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
-	if (h.magic != IPC_H_MAGIC || h.version != IPC_H_VERSION || h.kind != IPC_KIND_EVENT)
-		return OP_DONE;
-	if (!x) {
-		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
-		return OP_DONE;
-	}
-	if (ipc_own_handle(x, &h)) {
-		call->cqe->result = CUDA_ERROR_INVALID_CONTEXT;
+	if ((rc = ipc_handle_in(x, call->payload, IPC_KIND_EVENT, &h))) {
+		call->cqe->result = rc;
 		return OP_DONE;
 	}
 	rc = ipc_ask(w, &h, &a, &fd);

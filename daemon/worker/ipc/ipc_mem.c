@@ -65,7 +65,6 @@ static enum op_status op_get_mem(struct worker *w, struct op_call *call)
 	struct ipc_state *x = ipc_state_get(w);
 	CUdeviceptr p = call->sqe->arg[0];
 	struct ipc_export e = { .kind = IPC_KIND_MEM, .fd = -1 };
-	struct ipc_handle h;
 	CUdeviceptr base = 0;
 	size_t bytes = 0, size = 0, off = 0;
 	CUresult rc;
@@ -97,11 +96,7 @@ static enum op_status op_get_mem(struct worker *w, struct op_call *call)
 		w->vmem.on_free = mem_freed;
 		w->vmem.on_free_arg = x;
 	}
-	ipc_handle_of(x, &e, &h);
-	memcpy(call->reply, &h, sizeof(h));
-	call->cqe->val[2] = sizeof(h);
-	call->cqe->result = CUDA_SUCCESS;
-	return OP_DONE;
+	return ipc_reply_handle(x, &e, call);
 }
 
 /* sqe.ctx, arg0 flags; P: the 64 bytes; R: val0 address, val1 bytes */
@@ -121,17 +116,9 @@ static enum op_status op_open_mem(struct worker *w, struct op_call *call)
 	call->cqe->result = CUDA_ERROR_INVALID_VALUE;
 	if (call->len != sizeof(h) || (call->sqe->arg[0] & ~1ull))
 		return OP_DONE;	/* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, or nothing */
-	memcpy(&h, call->payload, sizeof(h));
-	call->cqe->result = CUDA_ERROR_INVALID_HANDLE;
-	if (h.magic != IPC_H_MAGIC || h.version != IPC_H_VERSION || h.kind != IPC_KIND_MEM)
-		return OP_DONE;
-	if (!x) {
-		call->cqe->result = CUDA_ERROR_OUT_OF_MEMORY;
-		return OP_DONE;
-	}
-	/* The driver's rule: a process does not open its own handles. */
-	if (ipc_own_handle(x, &h)) {
-		call->cqe->result = CUDA_ERROR_INVALID_CONTEXT;
+	call->cqe->result = CUDA_ERROR_INVALID_HANDLE;	/* from here on */
+	if ((rc = ipc_handle_in(x, call->payload, IPC_KIND_MEM, &h))) {
+		call->cqe->result = rc;
 		return OP_DONE;
 	}
 	if ((im = import_of(x, h.key, h.id))) {

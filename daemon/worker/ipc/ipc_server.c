@@ -74,23 +74,10 @@ static bool peer_is_us(int sock)
 /* Never blocks: an asker that does not read its socket loses its answer. */
 static void answer(int sock, const struct ipc_answer *a, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec io = { (void *)a, sizeof(*a) };
-	struct msghdr h = { .msg_iov = &io, .msg_iovlen = 1 };
+	int rc = vgpu_send_fd_nowait(sock, a, sizeof(*a), fd);
 
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		h.msg_control = cbuf;
-		h.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	if (sendmsg(sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		vlog_debug("ipc: an answer cannot be sent: %s", strerror(errno));
+	if (rc < 0)
+		vlog_debug("ipc: an answer cannot be sent: %s", strerror(-rc));
 }
 
 static void serve_one(struct ipc_state *x, int sock)
@@ -274,9 +261,34 @@ void ipc_handle_of(const struct ipc_state *x, const struct ipc_export *e, struct
 	h->bytes = e->bytes;
 }
 
+enum op_status ipc_reply_handle(const struct ipc_state *x, const struct ipc_export *e,
+				struct op_call *call)
+{
+	struct ipc_handle h;
+
+	ipc_handle_of(x, e, &h);
+	memcpy(call->reply, &h, sizeof(h));
+	call->cqe->val[2] = sizeof(h);
+	call->cqe->result = CUDA_SUCCESS;
+	return OP_DONE;
+}
+
 bool ipc_own_handle(const struct ipc_state *x, const struct ipc_handle *h)
 {
 	return x->srv >= 0 && h->key == x->key;
+}
+
+CUresult ipc_handle_in(const struct ipc_state *x, const void *bytes, uint16_t kind,
+		       struct ipc_handle *h)
+{
+	memcpy(h, bytes, sizeof(*h));
+	if (h->magic != IPC_H_MAGIC || h->version != IPC_H_VERSION || h->kind != kind)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (ipc_own_handle(x, h))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return CUDA_SUCCESS;
 }
 
 /* ---- the importer ---------------------------------------------------------- */

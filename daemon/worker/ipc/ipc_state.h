@@ -69,6 +69,9 @@ CUresult ipc_export_add(struct ipc_state *x, struct ipc_export *e);
 void ipc_exports_end(struct ipc_state *x, uint32_t kind, uint64_t what);
 /* The handle naming export @e. */
 void ipc_handle_of(const struct ipc_state *x, const struct ipc_export *e, struct ipc_handle *h);
+/* An op's success: the handle naming export @e in its reply slot. */
+enum op_status ipc_reply_handle(const struct ipc_state *x, const struct ipc_export *e,
+				struct op_call *call);
 /*
  * Asks the worker that made @h for it: the answer and, for memory, the
  * descriptor (-1 otherwise). CUDA_ERROR_INVALID_HANDLE when it names
@@ -77,5 +80,13 @@ void ipc_handle_of(const struct ipc_state *x, const struct ipc_export *e, struct
 CUresult ipc_ask(struct worker *w, const struct ipc_handle *h, struct ipc_answer *a, int *fd);
 /* Whether @h was made by this session. */
 bool ipc_own_handle(const struct ipc_state *x, const struct ipc_handle *h);
+/*
+ * The handle bytes a program gave to open one of @kind, copied into *h:
+ * CUDA_ERROR_INVALID_HANDLE when they are no such handle, OUT_OF_MEMORY
+ * when @x is NULL, INVALID_CONTEXT when this session made it (the driver's
+ * rule: a process does not open its own handles).
+ */
+CUresult ipc_handle_in(const struct ipc_state *x, const void *bytes, uint16_t kind,
+		       struct ipc_handle *h);
 
 #endif
