@@ -331,53 +331,69 @@ static CUresult ask(uint16_t op, struct vgpu_array *a, uint64_t arg1, void *out,
 	return vgpu_call_exact(&r, out, len);
 }
 
-CUresult vgpu_hand_cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *m, CUarray h,
-						CUdevice dev)
+/* An array's or a mipmapped array's memory requirements on @dev, once
+ * @resolved (the handle's lookup) succeeded. */
+static CUresult memory_requirements(CUresult resolved, struct vgpu_array *a,
+				    CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *m, CUdevice dev)
 {
-	struct vgpu_array *a;
 	int32_t d;
-	CUresult rc;
+	CUresult rc = vgpu_need_out(resolved, m);
 
-	ENTER();
-	rc = vgpu_need_out(vgpu_array_resolve(h, &a), m);
 	if (!rc)
 		rc = vgpu_fwd_dev(dev, &d);
 	return rc ? rc : ask(VGPU_OP_ARRAY_MEMREQ, a, (uint32_t)d, m, sizeof(*m));
+}
+
+CUresult vgpu_hand_cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *m, CUarray h,
+						CUdevice dev)
+{
+	struct vgpu_array *a = NULL;
+	CUresult rc;
+
+	ENTER();
+	rc = vgpu_array_resolve(h, &a);
+	return memory_requirements(rc, a, m, dev);
 }
 
 CUresult vgpu_hand_cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 *m,
 							 CUmipmappedArray h, CUdevice dev)
 {
-	struct vgpu_array *a;
-	int32_t d;
+	struct vgpu_array *a = NULL;
 	CUresult rc;
 
 	ENTER();
-	rc = vgpu_need_out(vgpu_mipmap_resolve(h, &a), m);
-	if (!rc)
-		rc = vgpu_fwd_dev(dev, &d);
-	return rc ? rc : ask(VGPU_OP_ARRAY_MEMREQ, a, (uint32_t)d, m, sizeof(*m));
+	rc = vgpu_mipmap_resolve(h, &a);
+	return memory_requirements(rc, a, m, dev);
+}
+
+/* The same for sparse properties. */
+static CUresult sparse_properties(CUresult resolved, struct vgpu_array *a,
+				  CUDA_ARRAY_SPARSE_PROPERTIES_v1 *p)
+{
+	CUresult rc = vgpu_need_out(resolved, p);
+
+	return rc ? rc : ask(VGPU_OP_ARRAY_SPARSE, a, 0, p, sizeof(*p));
 }
 
 CUresult vgpu_hand_cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *p, CUarray h)
 {
-	struct vgpu_array *a;
+	struct vgpu_array *a = NULL;
 	CUresult rc;
 
 	ENTER();
-	rc = vgpu_need_out(vgpu_array_resolve(h, &a), p);
-	return rc ? rc : ask(VGPU_OP_ARRAY_SPARSE, a, 0, p, sizeof(*p));
+	rc = vgpu_array_resolve(h, &a);
+	return sparse_properties(rc, a, p);
 }
 
 CUresult vgpu_hand_cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES_v1 *p,
 						       CUmipmappedArray h)
 {
-	struct vgpu_array *a;
+	struct vgpu_array *a = NULL;
 	CUresult rc;
 
 	ENTER();
-	rc = vgpu_need_out(vgpu_mipmap_resolve(h, &a), p);
-	return rc ? rc : ask(VGPU_OP_ARRAY_SPARSE, a, 0, p, sizeof(*p));
+	rc = vgpu_mipmap_resolve(h, &a);
+	return sparse_properties(rc, a, p);
 }
 
 /* ---- the CUDA 2.x forms: 32-bit descriptors ------------------------------------- */
